@@ -1,0 +1,17 @@
+"""dplib — the tested library behind *Differential Privacy for Machine Learning, an interactive book*.
+
+Every formula a chapter runs lives here, once, with its source cited and its tests in ``tests/``.
+
+Modules (by topic): ``mechanisms`` (randomized response, …), ``attacks`` (linkage, …),
+``datasets`` (offline, seeded data), ``device`` (device choice and seeding), ``plotting`` (figure
+style), ``widgets`` (interactive figures that also render statically on the website).
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import attacks, datasets, mechanisms, plotting, widgets  # noqa: E402
+from .device import get_device, quick_mode, seed_everything, setup  # noqa: E402
+
+__all__ = ["attacks", "datasets", "mechanisms", "plotting", "widgets", "get_device",
+           "quick_mode", "seed_everything", "setup", "__version__"]

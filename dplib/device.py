@@ -1,0 +1,91 @@
+"""Where code runs and how it is seeded: one call sets both up for a chapter.
+
+``setup(seed)`` is the first thing every notebook calls. It seeds Python's ``random``, NumPy and
+(when installed) PyTorch, picks the best device (CUDA, then Apple MPS, then CPU), reads the quick
+switch ``DPBOOK_QUICK=1`` that the tests set, and prints one line saying what it found.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validate import check_int
+
+__all__ = ["quick_mode", "get_device", "seed_everything", "setup", "Setup"]
+
+
+def quick_mode() -> bool:
+    """True when ``DPBOOK_QUICK`` is set to anything but '', '0' or 'false' (tests set it to 1)."""
+    return os.environ.get("DPBOOK_QUICK", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _torch():
+    """PyTorch if it is installed, else None (chapters 1–4 need only NumPy)."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+    return torch
+
+
+def get_device(prefer: str | None = None):
+    """The device training code should use: ``prefer`` if given, else cuda > mps > cpu.
+
+    Returns a ``torch.device`` when PyTorch is installed, else the string ``"cpu"``.
+    """
+    torch = _torch()
+    if prefer is not None:
+        if prefer not in ("cuda", "mps", "cpu") and not prefer.startswith("cuda:"):
+            raise ValueError(f"prefer must be 'cuda', 'cuda:N', 'mps' or 'cpu', got {prefer!r}")
+        return torch.device(prefer) if torch is not None else prefer
+    if torch is None:
+        return "cpu"
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def seed_everything(seed: int) -> np.random.Generator:
+    """Seed Python, NumPy's legacy global state and PyTorch (CPU and CUDA) with ``seed``.
+
+    Returns a fresh ``np.random.Generator`` seeded with ``seed``: dplib functions take it as
+    their explicit ``rng``.
+    """
+    seed = check_int("seed", seed, low=0)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch = _torch()
+    if torch is not None:
+        torch.manual_seed(seed)
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
+    return np.random.default_rng(seed)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a chapter knows about its run: the seed, a seeded generator, the device, quick mode."""
+    seed: int
+    rng: np.random.Generator
+    device: object
+    quick: bool
+
+
+def setup(seed: int = 0, *, verbose: bool = True) -> Setup:
+    """Seed everything, pick the device, read quick mode, apply the book's figure style."""
+    from . import __version__
+    from .plotting import use_book_style
+
+    rng = seed_everything(seed)
+    info = Setup(seed=seed, rng=rng, device=get_device(), quick=quick_mode())
+    use_book_style()
+    if verbose:
+        print(f"dplib {__version__} | device: {info.device} | seed: {seed} | "
+              f"quick mode: {'on' if info.quick else 'off'}")
+    return info

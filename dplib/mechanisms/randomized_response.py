@@ -1,0 +1,140 @@
+"""Randomized response for a yes/no survey question.
+
+Protocol (Warner 1965; privacy reading in Dwork & Roth 2014, §2.3 and §3.2): every respondent
+reports their true answer with probability ``p`` and the opposite answer otherwise. Changing one
+respondent's true answer (the *replace-one* neighbouring relation: the survey has the same n
+people, one of whom answers differently) changes the probability of any report by at most a factor
+``p / (1 - p)``, so the mechanism is ε-DP with
+
+    p = e^ε / (1 + e^ε)   ⇔   ε = ln(p / (1 - p)).
+
+The coin-flip survey of seed 003 (heads: tell the truth; tails: answer with a second fair coin)
+is the case p = 3/4, i.e. ε = ln 3. Each respondent randomises locally, so the guarantee holds
+even against the data collector (local DP).
+
+If a fraction π of the population truly answers "yes", the expected fraction of "yes" reports is
+π' = pπ + (1 - p)(1 - π); solving for π gives the unbiased estimator
+
+    π̂ = (π̂' - (1 - p)) / (2p - 1),   which for p = 3/4 is π̂ = 2π̂' - 1/2,
+
+with variance (Warner 1965)
+
+    Var(π̂) = π'(1 - π') / (n (2p - 1)²) = π(1 - π)/n + p(1 - p) / (n (2p - 1)²).
+
+The first term is the sampling error any survey has; the second is the price of privacy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import (as_generator, check_binary_array, check_int, check_positive,
+                         check_positive_array, check_probability, check_real)
+
+__all__ = [
+    "rr_p_truth", "rr_epsilon", "coin_flip_p_truth", "randomized_response", "rr_estimate",
+    "rr_estimator_variance", "rr_simulate_estimates",
+]
+
+
+def rr_p_truth(epsilon: float) -> float:
+    """Probability of reporting the true answer for ε-DP randomized response: e^ε / (1 + e^ε).
+
+    Written as 1 / (1 + e^{-ε}) so that large ε does not overflow.
+    """
+    eps = check_positive("epsilon", epsilon)
+    return float(1.0 / (1.0 + np.exp(-eps)))
+
+
+def rr_epsilon(p_truth: float) -> float:
+    """The ε of randomized response that tells the truth with probability ``p_truth`` ∈ (1/2, 1)."""
+    p = check_real("p_truth", p_truth, low=0.5, high=1.0)
+    return float(np.log(p) - np.log1p(-p))
+
+
+def coin_flip_p_truth(heads: float) -> float:
+    """Truth probability of the coin-flip survey: heads (probability ``heads``) → true answer,
+    tails → a fair random answer. P(truth) = heads + (1 - heads)/2 = (1 + heads)/2."""
+    h = check_probability("heads", heads, low_open=True, high_open=True)
+    return (1.0 + h) / 2.0
+
+
+def randomized_response(answers: object, epsilon: float, *,
+                        rng: np.random.Generator | int) -> np.ndarray:
+    """Privatise each 0/1 answer independently: keep it with probability e^ε/(1+e^ε), else flip it.
+
+    Parameters
+    ----------
+    answers : array of 0/1 or bool, any shape — the true answers.
+    epsilon : ε > 0 — the local privacy parameter of each report (replace-one adjacency).
+    rng : numpy Generator or non-negative integer seed (required; randomness is explicit).
+
+    Returns an ``int8`` array of reports with the shape of ``answers``.
+    """
+    truth = check_binary_array("answers", answers)
+    p = rr_p_truth(epsilon)
+    flip = as_generator(rng).random(truth.shape) >= p
+    return np.where(flip, 1 - truth, truth).astype(np.int8)
+
+
+def rr_estimate(reports: object, epsilon: float, *, axis: int | None = -1) -> np.ndarray | float:
+    """Unbiased estimate of the true "yes" fraction from randomized-response reports.
+
+    π̂ = (mean(reports) - (1 - p)) / (2p - 1) with p = e^ε/(1+e^ε) (Warner 1965). The estimate
+    can fall outside [0, 1]; it is *not* clipped, because clipping biases it (clip afterwards
+    if you want a proportion: that is post-processing and costs no privacy).
+    Works along ``axis`` so a (trials × n) array gives one estimate per trial.
+    """
+    r = check_binary_array("reports", reports)
+    p = rr_p_truth(epsilon)
+    # 2p - 1 = tanh(ε/2): no cancellation when ε is tiny.
+    estimate = (r.mean(axis=axis) - (1.0 - p)) / np.tanh(epsilon / 2)
+    return float(estimate) if np.ndim(estimate) == 0 else estimate
+
+
+def rr_estimator_variance(proportion: float | np.ndarray, n: int,
+                          epsilon: float | np.ndarray) -> np.ndarray | float:
+    """Exact variance of :func:`rr_estimate` for n respondents with true yes-fraction ``proportion``.
+
+    Var(π̂) = π(1-π)/n + p(1-p)/(n(2p-1)²) (Warner 1965), and p(1-p)/(2p-1)² = e^ε/(e^ε-1)²
+    ≈ 1/ε² for small ε: the privacy term alone gives a standard error of about 1/(ε√n).
+    Vectorised (with broadcasting) over ``proportion`` and ``epsilon``.
+    """
+    pi = np.asarray(proportion, dtype=float)
+    if np.any(~np.isfinite(pi)) or np.any((pi < 0) | (pi > 1)):
+        raise ValueError(f"proportion must be in [0, 1], got {proportion!r}")
+    n = check_int("n", n)
+    # p(1-p)/(2p-1)² = e^ε/(e^ε-1)² = e^{-ε}/(1-e^{-ε})²: no overflow for large ε, and expm1
+    # keeps it accurate for small ε.
+    eps = check_positive_array("epsilon", epsilon)
+    privacy = np.exp(-eps) / np.expm1(-eps) ** 2
+    var = pi * (1 - pi) / n + privacy / n
+    return float(var) if var.ndim == 0 else var
+
+
+def rr_simulate_estimates(n: int, proportion: float, epsilon: float, trials: int, *,
+                          rng: np.random.Generator | int,
+                          sample_population: bool = False) -> np.ndarray:
+    """Estimates π̂ from ``trials`` independent randomized-response surveys of n people.
+
+    Two settings, both exact in law (no per-respondent loop, so thousands of surveys of a million
+    people cost microseconds; the chapter's widget relies on it):
+
+    * ``sample_population=False`` – the same n people answer each time, exactly round(π n) of them
+      "yes"; the number of "yes" reports is Binomial(n_yes, p) + Binomial(n - n_yes, 1 - p), the law
+      of ``randomized_response(answers).sum()``. Only the mechanism's noise varies:
+      Var = p(1-p)/(n(2p-1)²).
+    * ``sample_population=True`` – each survey asks n people drawn at random from a large
+      population with yes-fraction π; each report is then Bernoulli(π') with
+      π' = pπ + (1-p)(1-π), so the count is Binomial(n, π') and Var is Warner's full formula.
+    """
+    n = check_int("n", n)
+    pi = check_probability("proportion", proportion)
+    trials = check_int("trials", trials)
+    p = rr_p_truth(epsilon)
+    gen = as_generator(rng)
+    if sample_population:
+        yes_reports = gen.binomial(n, p * pi + (1 - p) * (1 - pi), size=trials)
+    else:
+        n_yes = int(round(pi * n))
+        yes_reports = gen.binomial(n_yes, p, size=trials) + gen.binomial(n - n_yes, 1 - p, size=trials)
+    return (yes_reports / n - (1.0 - p)) / np.tanh(epsilon / 2)
