@@ -26,6 +26,7 @@ __all__ = ["Control", "slider", "int_slider", "log_slider", "dropdown", "FigureP
 
 #: HTML class of the caption under every widget's default figure (the site check looks for it).
 CAPTION_CLASS = "dpbook-widget-caption"
+CONTROLS_CLASS = "dpbook-widget-controls"
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Control:
     step: float | None = None
     options: tuple = field(default_factory=tuple)
     label: str | None = None
+    integer: bool = False           # a log slider whose values are rounded to integers (n, k)
 
     def check(self, name: str, value: Any) -> Any:
         """Refuse a value this control could not produce."""
@@ -49,16 +51,22 @@ class Control:
             raise ValueError(f"{name} must be a number in [{self.min}, {self.max}], got {value!r}")
         if not self.min <= value <= self.max:
             raise ValueError(f"{name} must be in [{self.min}, {self.max}], got {value!r}")
-        return int(value) if self.kind == "int" else value
+        return self.cast(value)
+
+    def cast(self, value: Any) -> Any:
+        """The value as the plotting function receives it (integers for int controls)."""
+        return int(round(value)) if self.kind == "int" or self.integer else value
 
 
-def _range(kind: str, lo: float, hi: float, value: float, label: str | None, step=None) -> Control:
+def _range(kind: str, lo: float, hi: float, value: float, label: str | None, step=None,
+           integer: bool = False) -> Control:
     if not lo < hi or not lo <= value <= hi:
         raise ValueError(f"slider needs min < max and min <= value <= max, got min={lo!r}, "
                          f"max={hi!r}, value={value!r}")
     if kind == "log" and lo <= 0:
         raise ValueError(f"a log slider needs min > 0, got min={lo!r}")
-    return Control(kind=kind, value=value, min=lo, max=hi, step=step, label=label)
+    return Control(kind=kind, value=value, min=lo, max=hi, step=step, label=label,
+                   integer=integer)
 
 
 def slider(min: float, max: float, value: float, *, step: float | None = None,
@@ -72,9 +80,13 @@ def int_slider(min: int, max: int, value: int, *, step: int = 1, label: str | No
     return _range("int", min, max, value, label, step)
 
 
-def log_slider(min: float, max: float, value: float, *, label: str | None = None) -> Control:
-    """A float slider on a log₁₀ scale (for ε, δ, n, noise scales spanning decades)."""
-    return _range("log", min, max, value, label)
+def log_slider(min: float, max: float, value: float, *, integer: bool = False,
+               label: str | None = None) -> Control:
+    """A slider on a log₁₀ scale (for ε, δ, n, noise scales spanning decades).
+
+    ``integer=True`` rounds the value for counts such as n.
+    """
+    return _range("log", min, max, value, label, integer=integer)
 
 
 def dropdown(options: list, value: Any, *, label: str | None = None) -> Control:
@@ -117,7 +129,8 @@ class FigurePanel:
         if not controls:
             raise ValueError("controls must declare at least one control, got none")
         self.plot, self.controls, self.caption = plot, dict(controls), caption
-        self.values = {k: c.value for k, c in self.controls.items()}
+        self.values = {k: c.cast(c.value) for k, c in self.controls.items()}
+        self.sliders: dict[str, Any] = {}
 
     def figure(self, **values: Any) -> plt.Figure:
         """The figure for the defaults overridden by ``values`` (validated against the controls)."""
@@ -154,16 +167,20 @@ class FigurePanel:
             w = None
         handles: dict[str, Any] = {}
         if w is not None:
-            sliders = {k: _to_widget(k, c) for k, c in self.controls.items()}
+            self.sliders = {k: _to_widget(k, c) for k, c in self.controls.items()}
 
             def redraw(_change=None):
-                self.values = {k: s.value for k, s in sliders.items()}
+                self.values = {k: self.controls[k].cast(s.value) for k, s in self.sliders.items()}
                 handles["fig"].update(Image(data=self.png()))
                 handles["cap"].update(HTML(self.caption_html()))
 
-            for s in sliders.values():
+            for s in self.sliders.values():
                 s.observe(redraw, names="value")
-            display(w.VBox(list(sliders.values())))
+            # Live frontends render the widget view; the website (no kernel) falls back to an
+            # empty element instead of the widget's text repr ("VBox(children=...)").
+            bundle = w.VBox(list(self.sliders.values()))._repr_mimebundle_()
+            bundle.update({"text/plain": "", "text/html": f'<span class="{CONTROLS_CLASS}"></span>'})
+            display(bundle, raw=True)
         handles["fig"] = display(Image(data=self.png()), display_id=True)
         handles["cap"] = display(HTML(self.caption_html()), display_id=True)
 

@@ -86,16 +86,29 @@ def test_panel_refuses_bad_values():
 
 
 def test_interactive_figure_displays_png_and_caption(monkeypatch):
-    shown = []
-    monkeypatch.setattr("IPython.display.display",
-                        lambda obj, **kw: shown.append(obj) or _Handle())
-    interactive_figure(_plot, a=slider(0, 1, 0.5), b=int_slider(1, 10, 3),
-                       kind=dropdown(["x"], "x"))
-    kinds = [type(o).__name__ for o in shown]
-    assert kinds == ["VBox", "Image", "HTML"]
-    assert 'class="dpbook-widget-caption"' in shown[2].data
+    shown, handles = [], []
+
+    def fake_display(obj, **kw):
+        shown.append(obj)
+        handles.append(_Handle())
+        return handles[-1]
+
+    monkeypatch.setattr("IPython.display.display", fake_display)
+    panel = interactive_figure(_plot, a=slider(0, 1, 0.5), b=log_slider(1, 1000, 10, integer=True),
+                               kind=dropdown(["x"], "x"))
+    controls, image, caption = shown
+    assert "application/vnd.jupyter.widget-view+json" in controls
+    assert controls["text/plain"] == "" and "dpbook-widget-controls" in controls["text/html"]
+    assert image.data[:4] == b"\x89PNG"
+    assert 'class="dpbook-widget-caption"' in caption.data and "b = 10," in caption.data
+    # Moving a slider redraws the figure in place and updates the caption; counts stay integers.
+    panel.sliders["b"].value = 123.4
+    assert panel.values["b"] == 123 and handles[1].last.data != image.data
+    assert "b = 123," in handles[2].last.data
 
 
 class _Handle:
+    last = None
+
     def update(self, obj):
         self.last = obj
