@@ -59,9 +59,11 @@ test-book: $(STAMP)
 test-site: $(STAMP) browser
 	DPBOOK_SITE=$(QUICK_OUT)/_build/html $(PY) -m pytest tests/site -q
 
+# JupyterLab refuses to start as root unless told to (containers, CI-like machines).
+LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
-	$(PIP) jupyterlab
-	$(VENV)/bin/jupyter lab chapters/
+	$(PIP) jupyterlab 2>&1 | grep -v "^WARNING: Location" || true
+	$(VENV)/bin/jupyter lab $(LAB_FLAGS) chapters/
 
 # Rewrite every chapter's Colab install cell from repository.url in _config.yml.
 sync: $(STAMP)
