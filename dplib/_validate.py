@@ -94,3 +94,47 @@ def as_generator(rng: object) -> np.random.Generator:
     raise ValueError(
         f"rng must be a numpy Generator or a non-negative integer seed, got {rng!r}; "
         "use rng=np.random.default_rng(seed)")
+
+
+def check_real_array(name: str, value: object, *, low: float = -math.inf, high: float = math.inf,
+                     low_open: bool = True, high_open: bool = True) -> np.ndarray:
+    """A scalar or array of reals, every entry in the interval (NaN always refused); as floats.
+
+    The vectorised twin of :func:`check_real`: the message names the parameter, the first bad
+    value and the allowed interval.
+    """
+    left = "(" if low_open else "["
+    right = ")" if high_open else "]"
+    allowed = f"{left}{low:g}, {high:g}{right}"
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be real numbers in {allowed}, got {value!r}")
+    arr = arr.astype(float)
+    too_low = arr <= low if low_open else arr < low
+    too_high = arr >= high if high_open else arr > high
+    bad = np.isnan(arr) | too_low | too_high
+    if bad.any():
+        raise ValueError(f"{name} must be in {allowed}, got {float(arr[bad].flat[0])!r}")
+    return arr
+
+
+def check_finite_array(name: str, value: object) -> np.ndarray:
+    """A non-empty scalar or array of finite reals (a query answer to be privatised), as floats."""
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be finite real numbers, got {value!r}")
+    arr = arr.astype(float)
+    if arr.size == 0:
+        raise ValueError(f"{name} must be non-empty, got an empty array")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise ValueError(f"{name} must be finite real numbers in (-inf, inf), "
+                         f"got {float(arr[bad].flat[0])!r}")
+    return arr
+
+
+def check_choice(name: str, value: object, options: tuple) -> object:
+    """One of a fixed set of options (a method name, a noise family)."""
+    if value not in options:
+        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
+    return value

@@ -1,0 +1,89 @@
+"""The exponential mechanism and report-noisy-max, for choosing one of k candidates privately.
+
+Exponential mechanism (McSherry & Talwar 2007, Thm 6; Dwork & Roth 2014, Def. 3.4 and Thm 3.10):
+given utilities u(D, r) whose sensitivity Δu = max over neighbouring D, D' and all r of
+|u(D, r) − u(D', r)|, choose r with probability ∝ exp(ε u(D, r) / (2Δu)). It is ε-DP. The
+probabilities are computed with log-sum-exp, so utilities of any magnitude are safe.
+
+Report-noisy-max adds independent noise to every score and reports the index of the largest:
+
+* ``noise="gumbel"``: Gumbel(0, 2Δu/ε) noise. By the Gumbel-max trick the argmax is distributed
+  *exactly* as the exponential mechanism (Durfee & Rogers 2019, Lemma 4.2), hence ε-DP.
+* ``noise="laplace"``: Laplace(0, 2Δu/ε) noise is ε-DP for any scores of sensitivity Δu; when
+  the scores are *monotone* counts (adding one person can only raise every count, or only lower
+  every count) Laplace(0, Δu/ε) already suffices (Dwork & Roth 2014, Claim 3.9):
+  pass ``monotone=True`` for that scale.
+
+Everything is vectorised over leading axes: ``utilities`` of shape (..., k) gives one choice per
+row of the last axis.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .._validate import as_generator, check_choice, check_finite_array, check_positive
+
+__all__ = ["exponential_mechanism_probabilities", "exponential_mechanism", "report_noisy_max"]
+
+
+def _scores(name: str, utilities: object) -> np.ndarray:
+    u = check_finite_array(name, utilities)
+    if u.ndim == 0 or u.shape[-1] < 1:
+        raise ValueError(f"{name} must have at least one candidate along its last axis, "
+                         f"got shape {u.shape}")
+    return u
+
+
+def exponential_mechanism_probabilities(utilities: object, epsilon: float,
+                                        sensitivity: float = 1.0) -> np.ndarray:
+    """P(r) = exp(ε u_r/(2Δu)) / Σ_s exp(ε u_s/(2Δu)) along the last axis (McSherry & Talwar 2007).
+
+    Computed as exp(a − logsumexp(a)) with a = ε u/(2Δu), so there is no overflow.
+    """
+    u = _scores("utilities", utilities)
+    eps = check_positive("epsilon", epsilon)
+    du = check_positive("sensitivity", sensitivity)
+    a = eps * u / (2.0 * du)
+    return np.exp(a - logsumexp(a, axis=-1, keepdims=True))
+
+
+def exponential_mechanism(utilities: object, epsilon: float, sensitivity: float = 1.0, *,
+                          rng: np.random.Generator | int) -> np.ndarray | int:
+    """Index chosen by the ε-DP exponential mechanism along the last axis of ``utilities``.
+
+    Sampled by inverting the cumulative probabilities of
+    :func:`exponential_mechanism_probabilities` with one uniform draw per row.
+    """
+    p = exponential_mechanism_probabilities(utilities, epsilon, sensitivity)
+    cdf = np.cumsum(p, axis=-1)
+    u = as_generator(rng).random(p.shape[:-1] + (1,)) * cdf[..., -1:]
+    idx = np.minimum((cdf <= u).sum(axis=-1), p.shape[-1] - 1)
+    return int(idx) if idx.ndim == 0 else idx
+
+
+def report_noisy_max(scores: object, epsilon: float, sensitivity: float = 1.0, *,
+                     noise: str = "gumbel", monotone: bool = False,
+                     rng: np.random.Generator | int) -> np.ndarray | int:
+    """argmax of scores + noise along the last axis; ε-DP (see the module note for each case).
+
+    ``noise="gumbel"``: scale 2Δu/ε, the exponential mechanism in law (Durfee & Rogers 2019).
+    ``noise="laplace"``: scale 2Δu/ε, or Δu/ε with ``monotone=True`` for monotone counts
+    (Dwork & Roth 2014, Claim 3.9). ``monotone`` is refused with Gumbel noise.
+    """
+    s = _scores("scores", scores)
+    eps = check_positive("epsilon", epsilon)
+    du = check_positive("sensitivity", sensitivity)
+    check_choice("noise", noise, ("gumbel", "laplace"))
+    if not isinstance(monotone, (bool, np.bool_)):
+        raise ValueError(f"monotone must be True or False, got {monotone!r}")
+    gen = as_generator(rng)
+    if noise == "gumbel":
+        if monotone:
+            raise ValueError("monotone=True applies only to noise='laplace' (Dwork & Roth 2014, "
+                             "Claim 3.9); Gumbel noise always uses scale 2*sensitivity/epsilon")
+        z = gen.gumbel(0.0, 2.0 * du / eps, size=s.shape)
+    else:
+        z = gen.laplace(0.0, (1.0 if monotone else 2.0) * du / eps, size=s.shape)
+    idx = np.argmax(s + z, axis=-1)
+    return int(idx) if idx.ndim == 0 else idx

@@ -1,0 +1,209 @@
+"""Laplace and Gaussian mechanisms: calibration against formulas and dp-accounting, statistical
+tests of the output law (with power checks), empirical privacy loss, and bad input.
+
+Every statistical test uses a fixed seed and level 1e-4 (or states its tolerance); each has a twin
+showing that a deliberately wrong scale fails it, so the test has power.
+"""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dplib.mechanisms import (float_laplace_reachable, gaussian_delta, gaussian_epsilon,
+                              gaussian_mechanism, gaussian_privacy_loss, gaussian_sigma,
+                              laplace_mechanism, laplace_privacy_loss, laplace_scale,
+                              mean_sensitivity, textbook_float_laplace)
+
+dp_gauss = pytest.importorskip("dp_accounting.gaussian_mechanism")
+
+EPS_GRID = np.geomspace(0.05, 20, 15)
+DELTA_GRID = np.geomspace(1e-12, 1e-2, 11)
+
+
+# --- calibration -------------------------------------------------------------------------------
+
+def test_published_sigmas():
+    # Balle & Wang (2018): analytic 3.7306 vs classic 4.8448 at ε=1, δ=1e-5, Δ=1 (classic at ε→1).
+    assert gaussian_sigma(1.0, 1e-5, method="analytic") == pytest.approx(3.7306, abs=5e-5)
+    classic = 1.0 * math.sqrt(2 * math.log(1.25 / 1e-5)) / 1.0
+    assert classic == pytest.approx(4.8448, abs=5e-5)
+    assert gaussian_sigma(0.999999, 1e-5) == pytest.approx(classic / 0.999999, rel=1e-12)
+
+
+def test_analytic_matches_dp_accounting_on_grid():
+    eps, delta = np.meshgrid(EPS_GRID, DELTA_GRID)
+    ours = gaussian_sigma(eps, delta, method="analytic")
+    ref = np.vectorize(dp_gauss.get_sigma_gaussian)(eps, delta)
+    np.testing.assert_allclose(ours, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("sens", [0.01, 1.0, 7.5])
+def test_sigma_scales_linearly_with_sensitivity(sens):
+    for method, eps in (("analytic", 3.0), ("classic", 0.5)):
+        assert gaussian_sigma(eps, 1e-6, sens, method) == pytest.approx(
+            sens * gaussian_sigma(eps, 1e-6, 1.0, method), rel=1e-9)
+
+
+def test_analytic_sigma_is_tight_and_never_above_classic():
+    eps, delta = np.meshgrid(np.geomspace(0.05, 0.99, 8), DELTA_GRID)
+    analytic = gaussian_sigma(eps, delta, method="analytic")
+    assert np.all(analytic < gaussian_sigma(eps, delta, method="classic"))
+    # δ(σ) equals the target at the calibrated σ and exceeds it 0.1% below (tightness).
+    np.testing.assert_allclose(gaussian_delta(analytic, eps), delta, rtol=1e-6)
+    assert np.all(gaussian_delta(analytic * 0.999, eps) > delta)
+
+
+def test_delta_and_epsilon_agree_with_dp_accounting():
+    for sigma in (0.5, 1.0, 3.0, 20.0):
+        for d in (1e-10, 1e-5, 1e-2):
+            ref = dp_gauss.get_epsilon_gaussian(sigma, d)
+            assert gaussian_epsilon(sigma, d) == pytest.approx(ref, rel=1e-6, abs=1e-9)
+    # Theorem 8 is symmetric in the sense δ(ε) → 0 as ε grows, 1 − ... at ε = 0: δ = 2Φ(Δ/2σ) − 1.
+    assert gaussian_delta(2.0, 0.0) == pytest.approx(2 * stats.norm.cdf(0.25) - 1, rel=1e-12)
+
+
+def test_classic_refuses_epsilon_at_least_one():
+    with pytest.raises(ValueError, match=r"epsilon.*\(0, 1\).*method='analytic'"):
+        gaussian_sigma(1.0, 1e-5)
+    with pytest.raises(ValueError, match="analytic"):
+        gaussian_sigma(np.array([0.5, 2.0]), 1e-5, method="classic")
+
+
+def test_laplace_scale_and_mean_sensitivity():
+    assert laplace_scale(0.5, 2.0) == 4.0
+    np.testing.assert_allclose(laplace_scale([1.0, 2.0]), [1.0, 0.5])
+    assert mean_sensitivity(100, 1.0) == 0.02     # seed 001: 2c/n under replacement
+
+
+# --- the output law: KS tests with power checks -------------------------------------------------
+
+N = 100_000
+
+
+def test_laplace_samples_pass_ks():
+    eps, sens = 0.7, 2.0
+    out = laplace_mechanism(np.full(N, 3.0), eps, sens, rng=11)
+    assert stats.kstest(out, stats.laplace(loc=3.0, scale=sens / eps).cdf).pvalue > 1e-4
+    # E|Z| = b and P(|Z| ≥ t b) = e^{-t} (Dwork & Roth 2014, Fact 3.7).
+    b = sens / eps
+    z = np.abs(out - 3.0)
+    assert abs(z.mean() - b) < 5 * b / math.sqrt(N)
+    assert stats.binomtest(int((z >= 2 * b).sum()), N, math.exp(-2)).pvalue > 1e-4
+
+
+def test_ks_detects_wrong_laplace_scale():
+    # Power: noise drawn with a scale 5% too small fails the same test at the same level.
+    out = 3.0 + np.random.default_rng(11).laplace(0, 0.95 * 2.0 / 0.7, N)
+    assert stats.kstest(out, stats.laplace(loc=3.0, scale=2.0 / 0.7).cdf).pvalue < 1e-4
+
+
+def test_gaussian_samples_pass_ks():
+    eps, delta, sens = 1.0, 1e-5, 0.5
+    sigma = gaussian_sigma(eps, delta, sens, "analytic")
+    out = gaussian_mechanism(np.zeros(N), eps, delta, sens, rng=12)
+    assert stats.kstest(out, stats.norm(scale=sigma).cdf).pvalue > 1e-4
+    wrong = np.random.default_rng(12).normal(0, 0.95 * sigma, N)
+    assert stats.kstest(wrong, stats.norm(scale=sigma).cdf).pvalue < 1e-4
+
+
+def test_vector_queries_keep_shape_and_are_reproducible():
+    v = np.arange(6.0).reshape(2, 3)
+    a = laplace_mechanism(v, 1.0, rng=5)
+    assert a.shape == (2, 3)
+    np.testing.assert_array_equal(a, laplace_mechanism(v, 1.0, rng=np.random.default_rng(5)))
+    assert isinstance(gaussian_mechanism(1.0, 1.0, 1e-5, rng=0), float)
+
+
+# --- empirical privacy loss on neighbouring inputs ---------------------------------------------
+
+def _empirical_max_log_ratio(a, b, bins):
+    ca, _ = np.histogram(a, bins)
+    cb, _ = np.histogram(b, bins)
+    keep = (ca >= 2_000) & (cb >= 2_000)   # bins with enough mass for a ±5% ratio estimate
+    return np.max(np.abs(np.log(ca[keep] / cb[keep])))
+
+
+def test_laplace_empirical_privacy_loss_within_epsilon():
+    eps, sens, n = 1.0, 1.0, 400_000
+    rng = np.random.default_rng(21)
+    a = laplace_mechanism(np.zeros(n), eps, sens, rng=rng)   # f(D) = 0
+    b = laplace_mechanism(np.ones(n), eps, sens, rng=rng)    # f(D') = Δ
+    bins = np.linspace(-4, 5, 46)
+    # Every bin's log-ratio stays below ε up to sampling error (±0.1 at ≥ 2,000 counts).
+    assert _empirical_max_log_ratio(a, b, bins) < eps + 0.1
+    # Power: the same estimate on noise with half the scale sees a loss near 2ε.
+    a2 = laplace_mechanism(np.zeros(n), 2 * eps, sens, rng=rng)
+    b2 = laplace_mechanism(np.ones(n), 2 * eps, sens, rng=rng)
+    assert _empirical_max_log_ratio(a2, b2, bins) > eps + 0.5
+
+
+def test_laplace_privacy_loss_is_bounded_by_epsilon():
+    o = np.linspace(-50, 50, 10_001)
+    loss = laplace_privacy_loss(o, laplace_scale(0.8, 2.0), 2.0)
+    assert loss.max() == pytest.approx(0.8) and loss.min() == pytest.approx(-0.8)
+
+
+def test_gaussian_empirical_delta_matches_theorem():
+    # δ(ε) = E_D[(1 − e^{ε − L})_+] (Balle & Wang 2018, Thm 5): estimate it from samples of o ~ M(D).
+    eps, delta, n = 1.0, 1e-2, 1_000_000
+    sigma = gaussian_sigma(eps, delta, method="analytic")
+    o = np.random.default_rng(31).normal(0, sigma, n)
+    vals = np.maximum(0, 1 - np.exp(eps - gaussian_privacy_loss(o, sigma)))
+    est, se = vals.mean(), vals.std() / math.sqrt(n)
+    assert abs(est - delta) < 4 * se
+    # Power: the classic-with-ε/2 mistake (σ calibrated for 2ε) has a visibly larger δ.
+    s_small = gaussian_sigma(2 * eps, delta, method="analytic")
+    o2 = np.random.default_rng(32).normal(0, s_small, n)
+    vals2 = np.maximum(0, 1 - np.exp(eps - gaussian_privacy_loss(o2, s_small)))
+    assert vals2.mean() - 4 * vals2.std() / math.sqrt(n) > delta
+
+
+def test_privacy_loss_law_is_normal_eta_2eta():
+    sigma = 1.7
+    eta = 1 / (2 * sigma ** 2)
+    loss = gaussian_privacy_loss(np.random.default_rng(4).normal(0, sigma, N), sigma)
+    assert stats.kstest(loss, stats.norm(eta, math.sqrt(2 * eta)).cdf).pvalue > 1e-4
+
+
+# --- Mironov (2012) -------------------------------------------------------------------------
+
+def test_float_laplace_reachability_is_exact_and_leaks():
+    y0 = textbook_float_laplace(0.0, 1.0, 5_000, rng=8)
+    assert float_laplace_reachable(y0, 0.0, 1.0).all()         # own input: always reachable
+    leaked = ~float_laplace_reachable(y0, 1.0, 1.0)
+    assert leaked.mean() > 0.3   # a large share of outputs rule out the neighbour entirely
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(epsilon=0.0, delta=1e-5), r"epsilon must be in \(0, inf\), got 0.0"),
+    (dict(epsilon=-1.0, delta=1e-5), r"epsilon.*-1.0"),
+    (dict(epsilon=float("nan"), delta=1e-5), r"epsilon.*nan"),
+    (dict(epsilon=0.5, delta=0.0), r"delta must be in \(0, 1\), got 0.0"),
+    (dict(epsilon=0.5, delta=1.0), r"delta must be in \(0, 1\), got 1.0"),
+    (dict(epsilon=0.5, delta=float("nan")), r"delta.*nan"),
+    (dict(epsilon=0.5, delta=1e-5, sensitivity=-1.0), r"sensitivity must be in \(0, inf\)"),
+    (dict(epsilon=0.5, delta=1e-5, method="exact"), r"method must be one of"),
+])
+def test_gaussian_sigma_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gaussian_sigma(**kwargs)
+
+
+def test_mechanisms_bad_input():
+    with pytest.raises(ValueError, match=r"epsilon must be in \(0, inf\)"):
+        laplace_mechanism(1.0, 0.0, rng=0)
+    with pytest.raises(ValueError, match=r"sensitivity must be in \(0, inf\), got -2"):
+        laplace_mechanism(1.0, 1.0, -2, rng=0)
+    with pytest.raises(ValueError, match=r"value must be finite"):
+        laplace_mechanism([1.0, float("nan")], 1.0, rng=0)
+    with pytest.raises(ValueError, match="rng"):
+        gaussian_mechanism(1.0, 1.0, 1e-5, rng=None)
+    with pytest.raises(ValueError, match=r"sigma must be in \(0, inf\)"):
+        gaussian_delta(0.0, 1.0)
+    with pytest.raises(ValueError, match=r"epsilon must be in \[0, inf\)"):
+        gaussian_delta(1.0, -0.5)
+    with pytest.raises(ValueError, match=r"n must be an integer >= 1"):
+        mean_sensitivity(0, 1.0)
