@@ -1,0 +1,28 @@
+"""Privacy accounting: composition theorems, Rényi DP and privacy-loss distributions.
+
+Conventions for the accountants (the same as Opacus and Google's dp-accounting): DP-SGD steps are
+Poisson-subsampled Gaussian mechanisms — each record is in a batch independently with probability
+q (``sample_rate``), the clipped sum (ℓ2 sensitivity 1) gets N(0, σ²) noise (σ =
+``noise_multiplier``) — and neighbouring datasets differ by adding or removing one record.
+
+* :mod:`.composition` — basic, advanced (Dwork–Rothblum–Vadhan) and optimal homogeneous
+  (Kairouz–Oh–Viswanath) composition of (ε, δ)-DP mechanisms.
+* :mod:`.rdp` — RDP of the (subsampled) Gaussian, RDP → (ε, δ), :class:`RDPAccountant`.
+* :mod:`.pld` — privacy-loss distributions composed by FFT, :class:`PLDAccountant`.
+* :mod:`.calibrate` — :func:`calibrate_noise`, the σ that meets a target ε.
+"""
+from __future__ import annotations
+
+from .calibrate import calibrate_noise
+from .composition import (advanced_composition, basic_composition, optimal_composition_delta,
+                          optimal_composition_epsilon)
+from .pld import PLDAccountant, subsampled_gaussian_pld
+from .rdp import (DEFAULT_ORDERS, OPACUS_ORDERS, RDPAccountant, gaussian_rdp, rdp_to_delta,
+                  rdp_to_epsilon, subsampled_gaussian_rdp)
+
+__all__ = [
+    "basic_composition", "advanced_composition", "optimal_composition_delta",
+    "optimal_composition_epsilon", "gaussian_rdp", "subsampled_gaussian_rdp", "rdp_to_epsilon",
+    "rdp_to_delta", "RDPAccountant", "DEFAULT_ORDERS", "OPACUS_ORDERS", "PLDAccountant",
+    "subsampled_gaussian_pld", "calibrate_noise",
+]

@@ -1,0 +1,58 @@
+"""calibrate_noise (both accountants) and a coarse stress/monotonicity grid for the accountants."""
+import itertools
+
+import numpy as np
+import pytest
+
+from dplib.accounting import PLDAccountant, RDPAccountant, calibrate_noise
+
+
+def _eps(kind, sigma, q, T, delta=1e-5):
+    acc = RDPAccountant() if kind == "rdp" else PLDAccountant()
+    return acc.step(noise_multiplier=sigma, sample_rate=q, num_steps=T).get_epsilon(delta)
+
+
+@pytest.mark.parametrize("kind", ["rdp", "pld"])
+@pytest.mark.parametrize("q,sigma,T", [(256 / 60000, 1.1, 14062), (0.01, 1.0, 1000)])
+def test_calibrate_recovers_sigma(kind, q, sigma, T):
+    target = _eps(kind, sigma, q, T)
+    got = calibrate_noise(target, 1e-5, q, T, accountant=kind)
+    assert got == pytest.approx(sigma, rel=1e-4)
+    assert _eps(kind, got, q, T) <= target            # the returned σ meets the target
+    assert _eps(kind, got * (1 - 1e-3), q, T) > target  # and is not much larger than needed
+
+
+def test_pld_needs_less_noise_than_rdp():
+    s_rdp = calibrate_noise(1.0, 1e-5, 0.01, 2000, accountant="rdp")
+    s_pld = calibrate_noise(1.0, 1e-5, 0.01, 2000, accountant="pld")
+    assert s_pld < s_rdp
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: calibrate_noise(0.0, 1e-5, 0.01, 100), "target_epsilon"),
+    (lambda: calibrate_noise(1.0, 1.0, 0.01, 100), "delta"),
+    (lambda: calibrate_noise(1.0, 1e-5, 0.0, 100), "sample_rate"),
+    (lambda: calibrate_noise(1.0, 1e-5, 0.01, 0), "num_steps"),
+    (lambda: calibrate_noise(1.0, 1e-5, 0.01, 100, accountant="gdp"), "accountant"),
+    (lambda: calibrate_noise(1e-9, 1e-5, 1.0, 10**6), "target_epsilon"),
+])
+def test_bad_input_names_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+QS, SIGMAS, TS = [1e-4, 0.01, 1.0], [0.3, 1.0, 20.0], [1, 1000, 10**6]
+
+
+@pytest.mark.parametrize("kind", ["rdp", "pld"])
+def test_stress_grid_finite_and_monotone(kind):
+    """Coarse grid over q ∈ [1e-4, 1], σ ∈ [0.3, 20], T ∈ [1, 1e6]: every ε finite, ≥ 0, and
+    non-decreasing in T, non-increasing in σ (up to the accountant's discretisation, 1e-9)."""
+    eps = np.empty((len(QS), len(SIGMAS), len(TS)))
+    for (a, q), (b, s), (c, t) in itertools.product(enumerate(QS), enumerate(SIGMAS), enumerate(TS)):
+        eps[a, b, c] = _eps(kind, s, q, t)
+    assert np.all(np.isfinite(eps)) and np.all(eps >= 0)
+    tol = 1e-9 * np.maximum(eps, 1.0)
+    assert np.all(np.diff(eps, axis=2) >= -tol[:, :, 1:])   # more steps: more ε
+    assert np.all(np.diff(eps, axis=1) <= tol[:, 1:, :])    # more noise: less ε
+    assert np.all(np.diff(eps, axis=0) >= -tol[1:])         # larger q: more ε

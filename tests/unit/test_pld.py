@@ -1,0 +1,117 @@
+"""PLD accountant: against dp-accounting's PLD (pessimistic, h = 1e-4) and lower bounds, exact
+single-step and Gaussian cases, pessimism of the discretisation, and bad input."""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from dplib.accounting import PLDAccountant, RDPAccountant, subsampled_gaussian_pld
+
+CASES = [(256 / 60000, 1.1, 14062, 2.3817), (0.01, 1.0, 1000, 1.8282), (0.1, 0.5, 1000, 126.17)]
+
+
+def _dp_accounting_eps(q, sigma, T, pessimistic):
+    from dp_accounting.pld import privacy_loss_distribution as pld
+    d = pld.from_gaussian_mechanism(sigma, value_discretization_interval=1e-4, sampling_prob=q,
+                                    pessimistic_estimate=pessimistic)
+    return d.self_compose(T).get_epsilon_for_delta(1e-5)
+
+
+@pytest.mark.parametrize("q,sigma,T,published", CASES)
+def test_epsilon_matches_dp_accounting_and_is_above_lower_bound(q, sigma, T, published):
+    eps = PLDAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=T).get_epsilon(1e-5)
+    upper = _dp_accounting_eps(q, sigma, T, pessimistic=True)
+    lower = _dp_accounting_eps(q, sigma, T, pessimistic=False)
+    assert upper == pytest.approx(published, rel=1e-3)
+    assert eps == pytest.approx(upper, rel=5e-3)
+    assert eps >= lower
+    # PLD is tighter than RDP on these cases.
+    rdp = RDPAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=T).get_epsilon(1e-5)
+    assert eps < rdp
+
+
+def _exact_step_delta(eps, sigma, q, direction):
+    """Hockey-stick δ(ε) of one step, in closed form (independent of the discretisation code)."""
+    eps = np.asarray(eps, dtype=float)
+    out = np.empty_like(eps)
+    for k, e in enumerate(eps):
+        if direction == "remove":   # P = mixture, Q = N(0,σ²); L > e ⇔ x > t
+            if q < 1 and e <= math.log1p(-q):
+                out[k] = 1 - math.exp(e)
+                continue
+            t = sigma**2 * math.log((math.expm1(e) + q) / q) + 0.5
+            out[k] = ((1 - q) * norm.sf(t / sigma) + q * norm.sf((t - 1) / sigma)
+                      - math.exp(e) * norm.sf(t / sigma))
+        else:                       # P = N(0,σ²), Q = mixture; L > e ⇔ x < t
+            if q < 1 and e >= -math.log1p(-q):
+                out[k] = 0.0
+                continue
+            t = sigma**2 * math.log((math.expm1(-e) + q) / q) + 0.5
+            out[k] = norm.cdf(t / sigma) - math.exp(e) * ((1 - q) * norm.cdf(t / sigma)
+                                                         + q * norm.cdf((t - 1) / sigma))
+    return out
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+@pytest.mark.parametrize("sigma,q", [(1.0, 0.01), (0.5, 0.1), (2.0, 1.0)])
+def test_single_step_is_exact_on_grid_and_pessimistic_between(direction, sigma, q):
+    h = 1e-2
+    pld = subsampled_gaussian_pld(sigma, q, direction=direction, value_discretization_interval=h)
+    assert pld.pmf.min() >= 0
+    assert pld.pmf.sum() + pld.infinity_mass == pytest.approx(1.0, abs=1e-12)
+    # Q-mass of the dominating pair is at most 1 (it is a sub-probability).
+    assert np.sum(pld.pmf * np.exp(-pld.losses)) <= 1 + 1e-12
+    grid = np.arange(-0.5, 3.0, h)
+    got = np.array([pld.get_delta(e) for e in grid])
+    exact = _exact_step_delta(grid, sigma, q, direction)
+    inside = (grid > pld.losses[0] + h) & (grid < pld.losses[-1] - h)
+    np.testing.assert_allclose(got[inside], exact[inside], rtol=1e-7, atol=1e-13)
+    mid = grid + h / 2
+    assert np.all(np.array([pld.get_delta(e) for e in mid]) >= _exact_step_delta(mid, sigma, q, direction) - 1e-13)
+
+
+def test_plain_gaussian_composition_matches_analytic_curve():
+    # q = 1: T steps of N(0, σ²) are one Gaussian mechanism with σ/√T, whose δ(ε) is
+    # Φ(−εs + 1/(2s)) − e^ε Φ(−εs − 1/(2s)), s = σ/√T (Balle & Wang 2018, Thm 8).
+    sigma, T = 5.0, 100
+    acc = PLDAccountant().step(noise_multiplier=sigma, sample_rate=1.0, num_steps=T)
+    s = sigma / math.sqrt(T)
+    for eps in (0.5, 1.0, 2.0):
+        exact = norm.cdf(-eps * s + 1 / (2 * s)) - math.exp(eps) * norm.cdf(-eps * s - 1 / (2 * s))
+        got = acc.get_delta(eps)
+        assert exact <= got <= exact * 1.01
+    e = acc.get_epsilon(1e-5)
+    assert acc.get_delta(e) == pytest.approx(1e-5, rel=1e-6)
+
+
+def test_heterogeneous_history_matches_dp_accounting():
+    import dp_accounting
+    from dp_accounting.pld import pld_privacy_accountant
+    ref = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    ref.compose(dp_accounting.PoissonSampledDpEvent(0.02, dp_accounting.GaussianDpEvent(1.2)), 300)
+    ref.compose(dp_accounting.PoissonSampledDpEvent(0.05, dp_accounting.GaussianDpEvent(2.5)), 200)
+    acc = PLDAccountant().step(noise_multiplier=1.2, sample_rate=0.02, num_steps=300)
+    acc.step(noise_multiplier=2.5, sample_rate=0.05, num_steps=200)
+    assert acc.get_epsilon(1e-6) == pytest.approx(ref.get_epsilon(1e-6), rel=5e-3)
+    assert acc.get_delta(1.0) == pytest.approx(ref.get_delta(1.0), rel=2e-2)
+    # Chaining returns the same object; order of phases does not matter.
+    other = PLDAccountant()
+    assert other.step(noise_multiplier=2.5, sample_rate=0.05, num_steps=200) is other
+    other.step(noise_multiplier=1.2, sample_rate=0.02, num_steps=300)
+    assert other.get_epsilon(1e-6) == pytest.approx(acc.get_epsilon(1e-6), rel=1e-6)
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: PLDAccountant(value_discretization_interval=0), "value_discretization_interval"),
+    (lambda: PLDAccountant().step(noise_multiplier=0, sample_rate=0.1), "noise_multiplier"),
+    (lambda: PLDAccountant().step(noise_multiplier=1, sample_rate=1.01), "sample_rate"),
+    (lambda: PLDAccountant().step(noise_multiplier=1, sample_rate=0.1, num_steps=2.5), "num_steps"),
+    (lambda: PLDAccountant().step(noise_multiplier=1, sample_rate=0.1).get_epsilon(0.0), "delta"),
+    (lambda: PLDAccountant().step(noise_multiplier=1, sample_rate=0.1).get_delta(float("nan")), "epsilon"),
+    (lambda: PLDAccountant().get_delta(1.0), "step"),
+    (lambda: subsampled_gaussian_pld(1.0, 0.1, direction="both"), "direction"),
+])
+def test_bad_input_names_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
