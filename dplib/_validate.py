@@ -42,13 +42,7 @@ def check_positive(name: str, value: object) -> float:
 
 def check_positive_array(name: str, value: object) -> np.ndarray:
     """A scalar or array of finite reals, all > 0 (vectorised ε, σ, …)."""
-    arr = np.asarray(value)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name} must be real numbers in (0, inf), got {value!r}")
-    bad = ~np.isfinite(arr) | (arr <= 0)
-    if bad.any():
-        raise ValueError(f"{name} must be in (0, inf), got {arr[bad].flat[0]!r}")
-    return arr.astype(float)
+    return check_real_array(name, value, low=0.0)
 
 
 def check_probability(name: str, value: object, *, low_open: bool = False,

@@ -185,6 +185,17 @@ def _conversion_terms(alpha: np.ndarray, method: str) -> np.ndarray:
     raise ValueError(f"method must be 'improved' or 'classic', got {method!r}")
 
 
+def _check_curve(orders: object, rdp: object) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (orders, RDP values): one value in [0, inf] per order α > 1."""
+    alpha = _check_orders(orders)
+    r = np.atleast_1d(np.asarray(rdp, dtype=float))
+    if r.shape != alpha.shape:
+        raise ValueError(f"rdp must have one value per order ({alpha.size}), got shape {r.shape}")
+    if np.isnan(r).any() or (r < 0).any():
+        raise ValueError(f"rdp must be in [0, inf], got {r[np.isnan(r) | (r < 0)][0]!r}")
+    return alpha, r
+
+
 def rdp_to_epsilon(orders: object, rdp: object, delta: float, *,
                    method: str = "improved") -> tuple[float, float]:
     """Smallest ε over the orders such that (α, r(α))-RDP implies (ε, δ)-DP; returns (ε, best α).
@@ -198,12 +209,7 @@ def rdp_to_epsilon(orders: object, rdp: object, delta: float, *,
     ε is reported as max(ε, 0): (ε, δ)-DP with ε < 0 carries no extra meaning.
     Orders where r is infinite are skipped; if all are, ε = inf.
     """
-    alpha = _check_orders(orders)
-    r = np.atleast_1d(np.asarray(rdp, dtype=float))
-    if r.shape != alpha.shape:
-        raise ValueError(f"rdp must have one value per order ({alpha.size}), got shape {r.shape}")
-    if np.isnan(r).any() or (r < 0).any():
-        raise ValueError(f"rdp must be in [0, inf], got {r[np.isnan(r) | (r < 0)][0]!r}")
+    alpha, r = _check_curve(orders, rdp)
     d = check_delta(delta)
     eps = r + math.log(1.0 / d) / (alpha - 1.0) + _conversion_terms(alpha, method)
     k = int(np.argmin(eps))
@@ -219,12 +225,7 @@ def rdp_to_delta(orders: object, rdp: object, epsilon: float, *,
     δ = exp((α−1)(r − ε + log(1 − 1/α)) − log α) (CKS 2020, Prop. 12). δ is capped at 1
     (every mechanism is (ε, 1)-DP).
     """
-    alpha = _check_orders(orders)
-    r = np.atleast_1d(np.asarray(rdp, dtype=float))
-    if r.shape != alpha.shape:
-        raise ValueError(f"rdp must have one value per order ({alpha.size}), got shape {r.shape}")
-    if np.isnan(r).any() or (r < 0).any():
-        raise ValueError(f"rdp must be in [0, inf], got {r[np.isnan(r) | (r < 0)][0]!r}")
+    alpha, r = _check_curve(orders, rdp)
     eps = check_epsilon(epsilon)
     log_delta = (alpha - 1.0) * (r - eps + _conversion_terms(alpha, method))
     k = int(np.argmin(log_delta))
