@@ -4,7 +4,8 @@ Every formula a chapter runs lives here, once, with its source cited and its tes
 
 Modules (by topic): ``mechanisms`` (randomized response, Laplace, Gaussian, discrete samplers,
 exponential mechanism), ``accounting`` (composition, Rényi DP, privacy-loss distributions,
-noise calibration), ``attacks`` (linkage, …),
+noise calibration), ``langevin`` (privacy dynamics of noisy gradient descent), ``attacks``
+(linkage, …),
 ``datasets`` (offline, seeded data), ``device`` (device choice and seeding), ``plotting`` (figure
 style), ``widgets`` (interactive figures that also render statically on the website).
 """
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import accounting, attacks, datasets, mechanisms, plotting, widgets  # noqa: E402
+from . import accounting, attacks, datasets, langevin, mechanisms, plotting, widgets  # noqa: E402
 from .device import get_device, quick_mode, seed_everything, setup  # noqa: E402
 
-__all__ = ["accounting", "attacks", "datasets", "mechanisms", "plotting", "widgets", "get_device",
+__all__ = ["accounting", "attacks", "langevin", "datasets", "mechanisms", "plotting", "widgets", "get_device",
            "quick_mode", "seed_everything", "setup", "__version__"]
