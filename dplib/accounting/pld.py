@@ -19,6 +19,14 @@ sensitivity 1, add/remove-one adjacency. In one dimension the two directions are
 
 A whole history is composed in one direction at a time and the answer is the worse of the two.
 
+With ``neighboring="replace_one"`` (one record is replaced by another, n is public) the pair is
+dp-accounting's ``NeighboringRelation.REPLACE_ONE`` pair for the Poisson-subsampled Gaussian,
+
+* replace: P = (1−q)·N(0, σ²) + q·N(1, σ²), Q = (1−q)·N(0, σ²) + q·N(−1, σ²)
+
+(the replaced record moves the sum by up to 2: from +1 to −1 along one axis). It is symmetric
+under x ↦ −x, so one direction covers both.
+
 Pessimism (every number is an upper bound up to floating-point round-off):
 
 1. *Discretisation* — "connect the dots" (Doroshenko, Ghazi, Kamath, Kumar & Manurangsi 2022,
@@ -101,6 +109,36 @@ def _threshold(v: np.ndarray, sigma: float, q: float) -> np.ndarray:
     return np.where(np.isnan(x), -np.inf, x)
 
 
+def _threshold_replace(v: np.ndarray, sigma: float, q: float) -> np.ndarray:
+    """x with L(x) = v for the replace-one pair, L(x) = log(P(x)/Q(x)) (see the module docstring).
+
+    With u = e^{x/σ²} and c = e^{−1/(2σ²)}, P/Q = e^v is the quadratic
+    qc·u² − (1−q)(e^v − 1)·u − e^v·qc = 0, whose positive root gives, after dividing by e^{v/2},
+    x = σ²·(v/2 + asinh((1−q)·sinh(v/2)/(q·c))). asinh and sinh are evaluated in log space when
+    their arguments are large, so no step overflows. L is increasing and odd in x.
+    """
+    v = np.asarray(v, dtype=float)
+    if q == 1.0:
+        return sigma**2 * v / 2
+    y = np.abs(v) / 2
+    with np.errstate(divide="ignore"):
+        log_sinh = np.where(y > 20, y - math.log(2),
+                            np.log(np.sinh(np.minimum(y, 20.0))))      # −inf at v = 0
+    log_arg = math.log1p(-q) - math.log(q) + 1 / (2 * sigma**2) + log_sinh
+    asinh = np.where(log_arg > 20, log_arg + math.log(2),
+                     np.arcsinh(np.exp(np.minimum(log_arg, 20.0))))
+    return sigma**2 * (v / 2 + np.sign(v) * asinh)
+
+
+def _loss_replace(x: float, sigma: float, q: float) -> float:
+    """L(x) = log((1−q) + q e^{(2x−1)/(2σ²)}) − log((1−q) + q e^{(−2x−1)/(2σ²)}) (replace-one)."""
+    if q == 1.0:
+        return 2 * x / sigma**2
+    a = math.log1p(-q)
+    return float(np.logaddexp(a, math.log(q) + (2 * x - 1) / (2 * sigma**2))
+                 - np.logaddexp(a, math.log(q) + (-2 * x - 1) / (2 * sigma**2)))
+
+
 def _loss_remove(x: float, sigma: float, q: float) -> float:
     """L(x) = log(1 − q + q e^{(2x−1)/(2σ²)}) — the remove-direction loss (add: its negative)."""
     z = (2 * x - 1) / (2 * sigma**2)
@@ -121,13 +159,16 @@ def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     h = check_positive("value_discretization_interval", value_discretization_interval)
-    if direction not in ("remove", "add"):
-        raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+    if direction not in ("remove", "add", "replace"):
+        raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {direction!r}")
     z = float(-ndtri(_STEP_TAIL))                 # P(N(0,1) > z) = _STEP_TAIL
     x_lo, x_hi = -sigma * z, 1.0 + sigma * z      # beyond these, mass < _STEP_TAIL per component
     if direction == "remove":
         top = _loss_remove(x_hi, sigma, q)
         bottom = _loss_remove(x_lo, sigma, q)
+    elif direction == "replace":     # P's support is within [x_lo, x_hi]; L is increasing
+        top = _loss_replace(x_hi, sigma, q)
+        bottom = _loss_replace(x_lo, sigma, q)
     else:
         top = -_loss_remove(x_lo, sigma, q)
         bottom = -_loss_remove(x_hi, sigma, q)
@@ -144,6 +185,14 @@ def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
         lo, hi = t[:-1], t[1:]
         q_mass = _norm_mass(lo / s, hi / s)
         p_mass = (1 - q) * q_mass + q * _norm_mass((lo - 1) / s, (hi - 1) / s)
+    elif direction == "replace":
+        # L > ε ⇔ x > t(ε), as for remove, with the replace-one threshold.
+        t = _threshold_replace(eps, s, q)
+        t = np.concatenate([[-np.inf], t, [np.inf]])
+        lo, hi = t[:-1], t[1:]
+        centre = (1 - q) * _norm_mass(lo / s, hi / s)
+        p_mass = centre + q * _norm_mass((lo - 1) / s, (hi - 1) / s)
+        q_mass = centre + q * _norm_mass((lo + 1) / s, (hi + 1) / s)
     else:
         # L > ε ⇔ x < t(−ε); interval (ε_{i−1}, ε_i] ⇔ x ∈ [t(−ε_i), t(−ε_{i−1})).
         t = _threshold(-eps, s, q)
@@ -185,6 +234,10 @@ def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> f
 
     if direction == "remove":
         vals = np.concatenate([loss(s * z), loss(1 + s * z)])
+        wts = np.concatenate([(1 - q) * w, q * w])
+    elif direction == "replace":
+        x = np.concatenate([s * z, 1 + s * z])
+        vals = loss(x) - loss(-x)
         wts = np.concatenate([(1 - q) * w, q * w])
     else:
         vals, wts = -loss(s * z), w
@@ -289,11 +342,23 @@ class PLDAccountant(Accountant):
     >>> acc = PLDAccountant().step(noise_multiplier=1.0, sample_rate=0.01, num_steps=1000)
     >>> round(acc.get_epsilon(1e-5), 1)
     1.8
+
+    ``neighboring="replace_one"`` accounts the same Poisson-subsampled steps under replace-one
+    adjacency instead (the pair of dp-accounting's ``NeighboringRelation.REPLACE_ONE``; see the
+    module docstring). It is the relation to use when n is treated as public; it is *not* a
+    dominating pair proven here for fixed-size sampling without replacement — for that use
+    ``RDPAccountant(sampling="without_replacement", neighboring="replace_one")``.
     """
 
-    def __init__(self, value_discretization_interval: float = 1e-3) -> None:
+    def __init__(self, value_discretization_interval: float = 1e-3, *,
+                 neighboring: str = "add_remove") -> None:
         super().__init__()
         self.h = check_positive("value_discretization_interval", value_discretization_interval)
+        if neighboring not in ("add_remove", "replace_one"):
+            raise ValueError(f"neighboring must be 'add_remove' or 'replace_one', "
+                             f"got {neighboring!r}")
+        self.neighboring = neighboring
+        self._directions = ("remove", "add") if neighboring == "add_remove" else ("replace",)
         self._cache: dict[str, tuple[DiscretePLD, float, float]] = {}
         self.used_interval: dict[str, float] = {}
 
@@ -329,7 +394,7 @@ class PLDAccountant(Accountant):
     def get_delta(self, epsilon: float) -> float:
         """Upper bound on the smallest δ with (ε, δ)-DP: max over the add and remove directions."""
         eps = check_epsilon(epsilon)
-        return max(self._delta_one(d, eps) for d in ("remove", "add"))
+        return max(self._delta_one(d, eps) for d in self._directions)
 
     def _epsilon_one(self, direction: str, delta: float) -> float:
         pld, up, dn = self._composed(direction)
@@ -353,4 +418,4 @@ class PLDAccountant(Accountant):
     def get_epsilon(self, delta: float) -> float:
         """Upper bound on the smallest ε with (ε, δ)-DP: max over the add and remove directions."""
         d = check_delta(delta)
-        return max(self._epsilon_one(dr, d) for dr in ("remove", "add"))
+        return max(self._epsilon_one(dr, d) for dr in self._directions)

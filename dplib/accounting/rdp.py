@@ -248,10 +248,22 @@ class RDPAccountant(Accountant):
     orders : the grid of orders α over which the conversion minimises (default
         :data:`DEFAULT_ORDERS`; pass :data:`OPACUS_ORDERS` to reproduce Opacus exactly).
     conversion : "improved" (CKS 2020 Prop. 12, default) or "classic" (Mironov 2017 Prop. 3).
+    sampling, neighboring : the sampler and adjacency the steps are accounted under. The default
+        ("poisson", "add_remove") is the analysis above. ("without_replacement", "replace_one")
+        accounts batches of fixed size m drawn without replacement from n records, with
+        ``sample_rate`` = m/n, by Wang, Balle & Kasiviswanathan 2019, Thm 27
+        (:func:`dplib.accounting.subsampling.wor_gaussian_rdp`; dp-accounting's
+        ``SampledWithoutReplacementDpEvent``). Other combinations raise ``ValueError``.
     """
 
-    def __init__(self, orders: object = None, conversion: str = "improved") -> None:
+    def __init__(self, orders: object = None, conversion: str = "improved", *,
+                 sampling: str = "poisson", neighboring: str = "add_remove") -> None:
         super().__init__()
+        supported = (("poisson", "add_remove"), ("without_replacement", "replace_one"))
+        if (sampling, neighboring) not in supported:
+            raise ValueError(f"(sampling, neighboring) must be one of {list(supported)}, "
+                             f"got ({sampling!r}, {neighboring!r})")
+        self.sampling, self.neighboring = sampling, neighboring
         self.orders = _check_orders(DEFAULT_ORDERS if orders is None else orders)
         _conversion_terms(self.orders[:1], conversion)   # validates the name
         self.conversion = conversion
@@ -263,8 +275,12 @@ class RDPAccountant(Accountant):
                      num_steps=num_steps)
         ph = self.history[-1]
         # RDP composes additively (Mironov 2017, Prop. 1): T steps cost T·r(α).
-        self._rdp = self._rdp + check_int("num_steps", num_steps) * subsampled_gaussian_rdp(
-            self.orders, ph.noise_multiplier, ph.sample_rate)
+        if self.sampling == "poisson":
+            per_step = subsampled_gaussian_rdp(self.orders, ph.noise_multiplier, ph.sample_rate)
+        else:
+            from .subsampling import wor_gaussian_rdp   # subsampling imports this module
+            per_step = wor_gaussian_rdp(self.orders, ph.noise_multiplier, ph.sample_rate)
+        self._rdp = self._rdp + check_int("num_steps", num_steps) * per_step
         return self
 
     @property

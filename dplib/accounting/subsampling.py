@@ -1,0 +1,186 @@
+"""Privacy amplification by subsampling: (ε, δ) amplification and the RDP of sampling without
+replacement.
+
+Which sampler goes with which neighbouring relation matters (Balle, Barthe & Gaboardi 2018,
+"Privacy Amplification by Subsampling: Tight Analyses via Couplings and Divergences", NeurIPS,
+§5 and Table 1):
+
+* **Poisson subsampling** (each record kept independently with probability q; the batch size is
+  random and may be 0) amplifies under **add/remove-one** adjacency.
+* **Sampling without replacement** (a uniformly random subset of fixed size m of n records,
+  γ = m/n) amplifies under **replace-one** (substitution) adjacency: n is public, so adding or
+  removing a record is not a neighbouring change it can describe.
+
+Both give the same (ε, δ) formula, ε' = log(1 + γ(e^ε − 1)), δ' = γδ (BBG 2018, Thm 8 for Poisson /
+remove-one, Thm 9 for without replacement / substitution). For the Gaussian mechanism the tighter
+per-order analyses are:
+
+* Poisson, add/remove: :func:`dplib.accounting.subsampled_gaussian_rdp` (Mironov, Talwar & Zhang
+  2019) and :func:`dplib.accounting.subsampled_gaussian_pld`;
+* without replacement, replace-one: :func:`wor_gaussian_rdp` here (Wang, Balle & Kasiviswanathan
+  2019, "Subsampled Rényi Differential Privacy and Analytical Moments Accountant", AISTATS,
+  Thm 27 with Cor. 10 for fractional orders) — the analysis behind dp-accounting's
+  ``SampledWithoutReplacementDpEvent``;
+* Poisson, replace-one: ``PLDAccountant(neighboring="replace_one")`` (the pair of dp-accounting's
+  ``NeighboringRelation.REPLACE_ONE``).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import mpmath
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+from .._validate import check_positive, check_probability, check_real_array
+from .rdp import _check_orders
+
+__all__ = ["amplified_epsilon", "amplified_delta", "amplify", "amplified_epsilon_bound",
+           "wor_gaussian_rdp", "SAMPLINGS", "NEIGHBORINGS"]
+
+#: The samplers and neighbouring relations the accountants understand.
+SAMPLINGS = ("poisson", "without_replacement")
+NEIGHBORINGS = ("add_remove", "replace_one")
+
+#: Orders above this use only the second branch of each min in WBK 2019 Thm 27 (a valid, looser
+#: bound that needs no forward differences) — the same cut-off as dp-accounting.
+WBK_EXACT_MAX_ORDER = 256
+
+
+def amplified_epsilon(epsilon: object, sample_rate: float) -> np.ndarray | float:
+    """ε' = log(1 + γ(e^ε − 1)) of an (ε, δ)-DP mechanism run on a subsample of rate γ.
+
+    Balle, Barthe & Gaboardi 2018, Thm 8 (Poisson sampling with probability γ, add/remove
+    adjacency) and Thm 9 (sampling m of n without replacement, γ = m/n, replace-one adjacency).
+    Computed as log1p(γ·expm1(ε)) — accurate for tiny γ and ε. Vectorised over ``epsilon`` (ε ≥ 0).
+    """
+    eps = check_real_array("epsilon", epsilon, low=0.0, low_open=False, high=math.inf)
+    g = check_probability("sample_rate", sample_rate, low_open=True)
+    small = np.log1p(g * np.expm1(np.minimum(eps, 30.0)))          # accurate for tiny γ, ε
+    large = np.logaddexp(math.log1p(-g) if g < 1 else -np.inf, math.log(g) + eps)  # no overflow
+    out = np.where(eps > 30.0, large, small)
+    return float(out) if out.ndim == 0 else out
+
+
+def amplified_delta(delta: object, sample_rate: float) -> np.ndarray | float:
+    """δ' = γδ (Balle, Barthe & Gaboardi 2018, Thms 8–9; adjacency as in :func:`amplified_epsilon`)."""
+    d = check_real_array("delta", delta, low=0.0, high=1.0, low_open=False, high_open=False)
+    g = check_probability("sample_rate", sample_rate, low_open=True)
+    out = g * d
+    return float(out) if out.ndim == 0 else out
+
+
+def amplify(epsilon: float, delta: float,
+            sample_rate: float) -> tuple[float, float]:
+    """(ε', δ') = (log(1 + γ(e^ε − 1)), γδ) — BBG 2018 Thm 8 (Poisson, add/remove) and Thm 9
+    (m of n without replacement, γ = m/n, replace-one). Scalars only."""
+    return float(amplified_epsilon(epsilon, sample_rate)), float(amplified_delta(delta, sample_rate))
+
+
+def amplified_epsilon_bound(epsilon: object, sample_rate: float) -> np.ndarray | float:
+    """The simple bound 2γε ≥ log(1 + γ(e^ε − 1)), valid for 0 ≤ ε ≤ 1.
+
+    Because log(1 + x) ≤ x and e^ε − 1 ≤ 2ε on [0, 1] (e − 1 < 2 and e^ε − 1 is convex). Quoted
+    for ε ≤ 1 in lecture notes on DP-SGD; ε outside [0, 1] is refused, not extrapolated.
+    """
+    eps = check_real_array("epsilon", epsilon, low=0.0, high=1.0, low_open=False,
+                           high_open=False)
+    g = check_probability("sample_rate", sample_rate, low_open=True)
+    out = 2.0 * g * eps
+    return float(out) if out.ndim == 0 else out
+
+
+@functools.lru_cache(maxsize=64)
+def _log_forward_differences(sigma: float, kmax: int) -> np.ndarray:
+    """log Δ^k g(0), k = 0..kmax, for g(x) = exp((x − 1)x/(2σ²)) = exp((x−1)·ε_G(x)), where
+    ε_G(x) = x/(2σ²) is the Gaussian's RDP (WBK 2019, Thm 27 uses the even-order ones).
+
+    Δ^k g(0) = Σ_l (−1)^{k−l} C(k, l) g(l) cancels heavily when σ is large, so it is summed in
+    mpmath, raising the precision until two precisions agree to 1e-14 (relative). Even-order
+    differences are positive (all even derivatives of e^{c(x−1/2)²} are); odd ones may not be and
+    are returned as NaN (never used).
+    """
+    out = np.full(kmax + 1, np.nan)
+    dps = 30
+    while True:
+        vals = []
+        for prec in (dps, dps + 15):
+            with mpmath.workdps(prec):
+                two_s2 = 2 * mpmath.mpf(sigma) ** 2
+                v = np.array([mpmath.exp(mpmath.mpf(l * (l - 1)) / two_s2)
+                              for l in range(kmax + 1)], dtype=object)
+                res = [v[0]]
+                for _ in range(kmax):          # Δ^k g(0) is the head after k differencings
+                    v = v[1:] - v[:-1]
+                    res.append(v[0])
+                vals.append(res)
+        if all(abs(x - y) <= mpmath.mpf("1e-14") * abs(y) for x, y in zip(*vals) if y != 0):
+            break
+        dps *= 2
+    for k, v in enumerate(vals[1]):
+        if v > 0:
+            out[k] = float(mpmath.log(v))
+    return out
+
+
+def _wbk_log_a_int(alpha: np.ndarray, gamma: float, sigma: float) -> np.ndarray:
+    """log of WBK 2019 Thm 27's bound on E[(p/q)^α] for integer α ≥ 2 (vectorised over α):
+
+        1 + γ²C(α,2)·min{4(e^{ε(2)} − 1), 2e^{ε(2)}}
+          + Σ_{j=3}^{α} γ^j C(α,j)·min{4·(Δ^{2⌊j/2⌋}g(0)·Δ^{2⌈j/2⌉}g(0))^{1/2}, 2e^{(j−1)ε(j)}},
+
+    ε(j) = j/(2σ²), g as in :func:`_log_forward_differences`. Above order
+    :data:`WBK_EXACT_MAX_ORDER` only the second branch of each min is used (still a bound).
+    """
+    a_max = int(alpha.max())
+    j = np.arange(2, a_max + 1, dtype=float)
+    cgf = (j - 1) * j / (2 * sigma**2)                     # (j − 1)·ε(j)
+    second = math.log(2) + cgf
+    first = np.full_like(j, np.inf)
+    e2 = 1.0 / sigma**2                                      # ε(2)
+    first[0] = math.log(4) + e2 + math.log1p(-math.exp(-e2))  # log 4(e^{ε(2)} − 1)
+    kmax = min(a_max, WBK_EXACT_MAX_ORDER)
+    if kmax >= 3:
+        ld = _log_forward_differences(float(sigma), kmax + (kmax % 2))
+        jj = np.arange(3, kmax + 1)
+        lo, hi = 2 * (jj // 2), 2 * ((jj + 1) // 2)
+        first[jj - 2] = math.log(4) + 0.5 * (ld[lo] + ld[hi])
+    branch = np.minimum(first, second)
+    a = alpha[:, None]
+    jm = j[None, :]
+    with np.errstate(invalid="ignore"):
+        log_binom = gammaln(a + 1) - gammaln(jm + 1) - gammaln(a - jm + 1)
+    terms = np.where(jm <= a, log_binom + jm * math.log(gamma) + branch[None, :], -np.inf)
+    exact = alpha <= WBK_EXACT_MAX_ORDER
+    if (~exact).any():   # orders above the cut-off: second branch only (except j = 2)
+        br2 = np.concatenate([[branch[0]], second[1:]])
+        t2 = np.where(jm <= a, log_binom + jm * math.log(gamma) + br2[None, :], -np.inf)
+        terms = np.where(exact[:, None], terms, t2)
+    return np.logaddexp(0.0, logsumexp(terms, axis=1))
+
+
+def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float) -> np.ndarray:
+    """RDP bound r(α) of one step of the Gaussian mechanism on a batch of m records drawn
+    without replacement from n (γ = ``sample_rate`` = m/n), under replace-one adjacency.
+
+    Wang, Balle & Kasiviswanathan 2019, Thm 27 (the Gaussian-specific strengthening of their
+    Thm 9) for integer α; for fractional α the log-moment (α − 1)r(α) is interpolated linearly
+    between ⌊α⌋ and ⌈α⌉, an upper bound because it is convex in α (WBK 2019, Cor. 10). γ = 1 is
+    the plain Gaussian α/(2σ²) (Mironov 2017, Prop. 7). σ is the noise standard deviation divided
+    by the ℓ2 sensitivity of the summed contribution of one record (the clipping norm).
+    """
+    alpha = _check_orders(orders)
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    gamma = check_probability("sample_rate", sample_rate, low_open=True)
+    if gamma == 1.0:
+        return alpha / (2.0 * sigma**2)
+    lo, hi = np.floor(alpha), np.ceil(alpha)
+    ints = np.unique(np.concatenate([lo, hi]))
+    ints = ints[ints >= 2]
+    log_a = dict(zip(ints.tolist(), _wbk_log_a_int(ints, gamma, sigma).tolist())) if ints.size \
+        else {}
+    log_a[1.0] = 0.0
+    t = alpha - lo
+    la = (1 - t) * np.array([log_a[x] for x in lo]) + t * np.array([log_a[x] for x in hi])
+    return la / (alpha - 1.0)
