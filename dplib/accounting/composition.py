@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validate import check_int, check_probability, check_real
+from .._validate import check_choice, check_int, check_probability, check_real
 
 __all__ = ["basic_composition", "advanced_composition", "optimal_composition_delta",
            "optimal_composition_epsilon"]
@@ -55,22 +55,27 @@ def basic_composition(epsilons: object, deltas: object = 0.0, k: int = 1) -> tup
     return float(k * eps.sum()), float(k * dlt.sum())
 
 
-def advanced_composition(epsilon: float, delta: float, k: int,
-                         delta_slack: float) -> tuple[float, float]:
+def advanced_composition(epsilon: float, delta: float, k: int, delta_slack: float, *,
+                         form: str = "drv") -> tuple[float, float]:
     """(ε', kδ + δ') for the k-fold adaptive composition of an (ε, δ)-DP mechanism.
 
     ε' = ε·sqrt(2k·ln(1/δ')) + k·ε·(e^ε − 1)   (Dwork, Rothblum & Vadhan 2010, Thm III.3;
     Dwork & Roth 2014, Thm 3.20), with δ' = ``delta_slack`` ∈ (0, 1).
 
-    Some texts (e.g. the lecture notes of seed 001) quote the sharper second term
-    k·ε·(e^ε − 1)/(e^ε + 1) (Kairouz et al. 2015; Bun & Steinke 2016, Prop. 3.3 via zCDP); this function
-    returns the classical DRV bound. For the exact optimum use :func:`optimal_composition_epsilon`.
+    ``form="kov"`` gives the sharper closed form ε' = ε·sqrt(2k·ln(1/δ')) + k·ε·(e^ε − 1)/(e^ε + 1)
+    (Kairouz, Oh & Viswanath 2015, Thm 3.4, third expression), the bound seed 001 quotes (with a
+    misprinted denominator e^{ε+1}). Both are upper bounds on the exact optimum,
+    :func:`optimal_composition_epsilon`; the δ returned is kδ + δ' in both cases (for KOV,
+    1 − (1 − δ)^k (1 − δ') ≤ kδ + δ').
     """
+    form = check_choice("form", form, ("drv", "kov"))
     eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
     dlt = check_probability("delta", delta, high_open=True)
     k = check_int("k", k)
     slack = check_probability("delta_slack", delta_slack, low_open=True, high_open=True)
-    eps_total = eps * math.sqrt(2 * k * math.log(1 / slack)) + k * eps * math.expm1(eps)
+    # (e^ε − 1)/(e^ε + 1) = tanh(ε/2)
+    drift = math.expm1(eps) if form == "drv" else math.tanh(eps / 2)
+    eps_total = eps * math.sqrt(2 * k * math.log(1 / slack)) + k * eps * drift
     return eps_total, k * dlt + slack
 
 

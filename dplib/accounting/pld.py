@@ -53,7 +53,7 @@ from scipy.special import ndtr, ndtri
 from .._validate import check_positive, check_probability
 from ._base import Accountant, check_delta, check_epsilon
 
-__all__ = ["DiscretePLD", "subsampled_gaussian_pld", "PLDAccountant"]
+__all__ = ["DiscretePLD", "compose", "subsampled_gaussian_pld", "PLDAccountant"]
 
 #: Loss values whose single-step tail probability is below this are truncated (ε_top: its δ
 #: becomes infinite-loss mass; ε_bottom: exact, mass moved up).
