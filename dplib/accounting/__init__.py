@@ -18,14 +18,14 @@ q (``sample_rate``), the clipped sum (ℓ2 sensitivity 1) gets N(0, σ²) noise 
 from __future__ import annotations
 
 from .calibrate import calibrate_noise
-from .composition import (advanced_composition, basic_composition, optimal_composition_delta,
-                          optimal_composition_epsilon)
+from .composition import (advanced_composition, basic_composition, group_privacy,
+                          optimal_composition_delta, optimal_composition_epsilon)
 from .gdp import clt_mu, gdp_epsilon
 from .pld import PLDAccountant, compose, subsampled_gaussian_pld
 from .rdp import (DEFAULT_ORDERS, OPACUS_ORDERS, RDPAccountant, gaussian_rdp, rdp_to_delta,
                   rdp_to_epsilon, subsampled_gaussian_rdp)
-from .subsampling import (amplified_delta, amplified_epsilon, amplified_epsilon_bound, amplify,
-                          wor_gaussian_rdp)
+from .subsampling import (amplified_advanced_composition, amplified_delta, amplified_epsilon,
+                          amplified_epsilon_bound, amplify, wor_gaussian_rdp)
 
 __all__ = [
     "basic_composition", "advanced_composition", "optimal_composition_delta",
@@ -33,5 +33,5 @@ __all__ = [
     "rdp_to_delta", "RDPAccountant", "DEFAULT_ORDERS", "OPACUS_ORDERS", "PLDAccountant",
     "subsampled_gaussian_pld", "calibrate_noise", "amplify", "amplified_epsilon",
     "amplified_delta", "amplified_epsilon_bound", "wor_gaussian_rdp", "compose", "clt_mu",
-    "gdp_epsilon",
+    "gdp_epsilon", "group_privacy", "amplified_advanced_composition",
 ]

@@ -21,7 +21,8 @@ from scipy.special import gammaln, logsumexp
 
 from .._validate import check_choice, check_int, check_probability, check_real
 
-__all__ = ["basic_composition", "advanced_composition", "optimal_composition_delta",
+__all__ = ["basic_composition", "advanced_composition", "group_privacy",
+           "optimal_composition_delta",
            "optimal_composition_epsilon"]
 
 
@@ -149,3 +150,16 @@ def optimal_composition_epsilon(epsilon: float, delta: float, k: int, target_del
     log_b = logsumexp(log_w[above] - loss[above])
     # floor + a − e^{ε_t}·keep·e^{log_b} = target  ⇒  ε_t = log((floor + a − target)/keep) − log_b
     return float(math.log((floor + a - target) / keep) - log_b)
+
+
+def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
+    """(kε, δ·(e^{kε} − 1)/(e^ε − 1)): what an (ε, δ)-DP mechanism guarantees for data sets that
+    differ in k records (seed 001's group-privacy lemma; Dwork & Roth 2014, Thm 2.2 for δ = 0).
+
+    Walk from D to D' through k − 1 intermediate data sets: each step multiplies by e^ε and adds δ,
+    so the δ terms form the geometric sum δ(1 + e^ε + … + e^{(k−1)ε}).
+    """
+    eps = check_real("epsilon", epsilon, low=0.0)
+    dlt = check_probability("delta", delta, high_open=True)
+    k = check_int("k", k)
+    return k * eps, dlt * math.expm1(k * eps) / math.expm1(eps)

@@ -50,3 +50,28 @@ def test_bad_input():
         clt_mu(0.0, 1.0, 10)
     with pytest.raises(ValueError, match="noise_multiplier"):
         clt_mu(0.1, np.nan, 10)
+
+
+def test_group_privacy_matches_the_geometric_walk():
+    from dplib.accounting import group_privacy
+    eps, delta, k = 1.0, 1e-5, 4
+    e, d = group_privacy(eps, delta, k)
+    assert e == 4.0
+    assert d == pytest.approx(delta * sum(math.exp(j * eps) for j in range(k)), rel=1e-12)
+    assert group_privacy(eps, delta, 1) == pytest.approx((eps, delta))
+    with pytest.raises(ValueError, match="k must be an integer"):
+        group_privacy(1.0, 1e-5, 0)
+
+
+def test_amplified_advanced_composition_is_a_loose_upper_bound():
+    from dplib.accounting import amplified_advanced_composition, amplified_epsilon
+    q, sigma, steps, delta = 256 / 60000, 1.1, 14062, 1e-5
+    eps = amplified_advanced_composition(sigma, q, steps, delta)
+    # Recompute the recipe by hand from its three published pieces.
+    d0 = delta / (2 * steps * q)
+    e1 = float(amplified_epsilon(gaussian_epsilon(sigma, d0), q))
+    assert eps == pytest.approx(advanced_composition(e1, q * d0, steps, delta / 2)[0], rel=1e-12)
+    pld = PLDAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=steps)
+    assert eps > 4 * pld.get_epsilon(delta)
+    with pytest.raises(ValueError, match="num_steps"):
+        amplified_advanced_composition(sigma, q, 0, delta)
