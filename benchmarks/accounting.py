@@ -10,6 +10,7 @@ Speed is measured here, never asserted in tests.
 from __future__ import annotations
 
 import logging
+import importlib.metadata
 import sys
 import time
 import warnings
@@ -41,7 +42,7 @@ def main() -> None:
     from dplib.accounting import OPACUS_ORDERS, PLDAccountant, RDPAccountant, calibrate_noise
 
     print(f"python {sys.version.split()[0]}, opacus {opacus.__version__}, "
-          f"dp-accounting {getattr(dp_accounting, '__version__', '?')}; δ = {DELTA:g}")
+          f"dp-accounting {importlib.metadata.version('dp-accounting')}; δ = {DELTA:g}")
     for q, s, T in CASES:
         print(f"\n== q={q:.6g}, σ={s}, T={T} ==")
         rows = []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .._validate import check_int, check_positive, check_probability, check_real
 
 
@@ -37,6 +39,18 @@ def check_delta(delta: object) -> float:
 def check_epsilon(epsilon: object) -> float:
     """ε ≥ 0 (ε = 0 is a legitimate question: how far is the mechanism from perfect privacy?)."""
     return check_real("epsilon", epsilon, low=0.0, low_open=False)
+
+
+def check_orders(orders: object) -> np.ndarray:
+    """Orders α: a scalar or 1-D array of finite reals, all > 1."""
+    arr = np.asarray(orders, dtype=float) if not isinstance(orders, bool) else np.asarray(np.nan)
+    if arr.ndim > 1 or arr.size == 0:
+        raise ValueError(f"orders must be a scalar or non-empty 1-D array of reals in (1, inf), "
+                         f"got {orders!r}")
+    bad = ~np.isfinite(arr) | (arr <= 1)
+    if bad.any():
+        raise ValueError(f"orders must be in (1, inf), got {np.atleast_1d(arr)[np.atleast_1d(bad)][0]!r}")
+    return np.atleast_1d(arr)
 
 
 class Accountant:

@@ -32,7 +32,8 @@ import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
 from .._validate import check_int, check_positive, check_probability
-from ._base import Accountant, check_delta, check_epsilon
+from ._base import Accountant, check_delta, check_epsilon, check_orders
+from .subsampling import wor_gaussian_rdp
 
 __all__ = [
     "DEFAULT_ORDERS", "OPACUS_ORDERS", "gaussian_rdp", "subsampled_gaussian_rdp",
@@ -52,24 +53,12 @@ _SERIES_TOL = 36.0
 _SERIES_MAX_TERMS = 1 << 20
 
 
-def _check_orders(orders: object) -> np.ndarray:
-    """Orders α: a scalar or 1-D array of finite reals, all > 1."""
-    arr = np.asarray(orders, dtype=float) if not isinstance(orders, bool) else np.asarray(np.nan)
-    if arr.ndim > 1 or arr.size == 0:
-        raise ValueError(f"orders must be a scalar or non-empty 1-D array of reals in (1, inf), "
-                         f"got {orders!r}")
-    bad = ~np.isfinite(arr) | (arr <= 1)
-    if bad.any():
-        raise ValueError(f"orders must be in (1, inf), got {np.atleast_1d(arr)[np.atleast_1d(bad)][0]!r}")
-    return np.atleast_1d(arr)
-
-
 def gaussian_rdp(orders: object, noise_multiplier: float) -> np.ndarray:
     """RDP of the Gaussian mechanism with sensitivity 1 and noise N(0, σ²): r(α) = α / (2σ²).
 
     Mironov 2017, Prop. 7 (D_α(N(1, σ²) ‖ N(0, σ²)) = α/(2σ²)). Vectorised over ``orders``.
     """
-    alpha = _check_orders(orders)
+    alpha = check_orders(orders)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     return alpha / (2.0 * sigma**2)
 
@@ -162,7 +151,7 @@ def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
 
     Returns an array with one RDP value per order (for one step; multiply by the number of steps).
     """
-    alpha = _check_orders(orders)
+    alpha = check_orders(orders)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     if q == 1.0:
@@ -187,7 +176,7 @@ def _conversion_terms(alpha: np.ndarray, method: str) -> np.ndarray:
 
 def _check_curve(orders: object, rdp: object) -> tuple[np.ndarray, np.ndarray]:
     """Validated (orders, RDP values): one value in [0, inf] per order α > 1."""
-    alpha = _check_orders(orders)
+    alpha = check_orders(orders)
     r = np.atleast_1d(np.asarray(rdp, dtype=float))
     if r.shape != alpha.shape:
         raise ValueError(f"rdp must have one value per order ({alpha.size}), got shape {r.shape}")
@@ -264,7 +253,7 @@ class RDPAccountant(Accountant):
             raise ValueError(f"(sampling, neighboring) must be one of {list(supported)}, "
                              f"got ({sampling!r}, {neighboring!r})")
         self.sampling, self.neighboring = sampling, neighboring
-        self.orders = _check_orders(DEFAULT_ORDERS if orders is None else orders)
+        self.orders = check_orders(DEFAULT_ORDERS if orders is None else orders)
         _conversion_terms(self.orders[:1], conversion)   # validates the name
         self.conversion = conversion
         self._rdp = np.zeros_like(self.orders)
@@ -278,7 +267,6 @@ class RDPAccountant(Accountant):
         if self.sampling == "poisson":
             per_step = subsampled_gaussian_rdp(self.orders, ph.noise_multiplier, ph.sample_rate)
         else:
-            from .subsampling import wor_gaussian_rdp   # subsampling imports this module
             per_step = wor_gaussian_rdp(self.orders, ph.noise_multiplier, ph.sample_rate)
         self._rdp = self._rdp + check_int("num_steps", num_steps) * per_step
         return self

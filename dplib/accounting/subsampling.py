@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from .._validate import check_int, check_positive, check_probability, check_real_array
-from .rdp import _check_orders
+from ._base import check_orders
 
 __all__ = ["amplified_epsilon", "amplified_delta", "amplify", "amplified_epsilon_bound",
            "wor_gaussian_rdp", "amplified_advanced_composition", "SAMPLINGS", "NEIGHBORINGS"]
@@ -170,7 +170,7 @@ def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float
     the plain Gaussian α/(2σ²) (Mironov 2017, Prop. 7). σ is the noise standard deviation divided
     by the ℓ2 sensitivity of the summed contribution of one record (the clipping norm).
     """
-    alpha = _check_orders(orders)
+    alpha = check_orders(orders)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     gamma = check_probability("sample_rate", sample_rate, low_open=True)
     if gamma == 1.0:
