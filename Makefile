@@ -11,19 +11,29 @@ STAMP := $(VENV)/.installed
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 JB := $(VENV)/bin/jupyter-book
 QUICK_OUT := _build/quick
+# The student edition (every solution removed), built from a stripped copy of the sources.
+STUDENT_OUT := _build/student
+QUICK_STUDENT := $(QUICK_OUT)/student
+ASSIGNMENTS_OUT := _build/assignments
+# Where instructors will publish each assignment's student/tests.zip for Colab (optional).
+ASSIGNMENTS_URL ?=
 
-.PHONY: help setup book test test-unit test-notebooks test-book test-site browser lab sync clean
+.PHONY: help setup book book-student assignments test test-unit test-notebooks test-book \
+	test-student test-site test-assignments browser lab sync clean
 
 help:
-	@echo "make book   build the website into _build/html (sets everything up first)"
-	@echo "make test   run every test: dplib, notebooks (nbval), book build (-W), site in Chromium"
-	@echo "make lab    open the chapters in JupyterLab"
+	@echo "make book          build the website into _build/html (sets everything up first)"
+	@echo "make test          run every test: dplib, notebooks (nbval), book build (-W),"
+	@echo "                   student edition, site in Chromium, autograded assignments"
+	@echo "make book-student  the student edition (no solutions) into $(STUDENT_OUT)/_build/html"
+	@echo "make assignments   student and autograder versions of assignments/ into $(ASSIGNMENTS_OUT)"
+	@echo "make lab           open the chapters in JupyterLab"
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) "$(TORCH_SPEC)" 2>&1 | grep -v "^WARNING: Location" || true
 	$(PIP) -r requirements-dev.txt -e . 2>&1 | grep -v "^WARNING: Location" || true
-	@$(PY) -c "import dplib, torch, jupyter_book, nbval, selenium" || \
+	@$(PY) -c "import dplib, torch, jupyter_book, nbval, selenium, otter, bs4" || \
 		{ echo "setup failed: see the pip messages above"; exit 1; }
 	@touch $@
 
@@ -34,6 +44,20 @@ book: $(STAMP)
 	@echo
 	@echo "The book is built. Open: file://$(CURDIR)/_build/html/index.html"
 
+# The student edition reuses `make book`'s execution cache (_build/.jupyter_cache): removing
+# solutions changes only Markdown, and the cache is keyed on code cells, so nothing is executed
+# again when `make book` ran first (see tools/student_edition.py).
+book-student: $(STAMP)
+	$(PY) tools/student_edition.py --out $(STUDENT_OUT) --cache $(CURDIR)/_build/.jupyter_cache
+	rm -rf $(STUDENT_OUT)/_build/html
+	$(JB) build $(STUDENT_OUT)/src --path-output $(STUDENT_OUT) --keep-going
+	@echo
+	@echo "The student edition is built. Open: file://$(CURDIR)/$(STUDENT_OUT)/_build/html/index.html"
+
+# Student notebooks (+ public tests) and autograder zips, one folder per assignment.
+assignments: $(STAMP)
+	$(PY) tools/assignments.py --out $(ASSIGNMENTS_OUT) $(if $(ASSIGNMENTS_URL),--url $(ASSIGNMENTS_URL),)
+
 # Debian's chromium + chromedriver for the site check; installed when missing (needs root or sudo).
 browser:
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi; \
@@ -42,7 +66,7 @@ browser:
 		echo "install Debian's 'chromium' and 'chromium-driver' packages"; exit 1; fi; \
 	$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium chromium-driver >/dev/null
 
-test: test-unit test-notebooks test-book test-site
+test: test-unit test-notebooks test-book test-student test-site test-assignments
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit tests/book -q
@@ -56,8 +80,21 @@ test-book: $(STAMP)
 	rm -rf $(QUICK_OUT)/_build/html
 	DPBOOK_QUICK=1 $(JB) build . --path-output $(QUICK_OUT) -W -n --keep-going
 
+# The student edition of the quick build, from the quick build's execution cache: one Sphinx
+# pass (about 10 s), no notebook is executed again.
+test-student: $(STAMP)
+	$(PY) tools/student_edition.py --out $(QUICK_STUDENT) \
+		--cache $(CURDIR)/$(QUICK_OUT)/_build/.jupyter_cache
+	rm -rf $(QUICK_STUDENT)/_build/html
+	DPBOOK_QUICK=1 $(JB) build $(QUICK_STUDENT)/src --path-output $(QUICK_STUDENT) -W -n --keep-going
+
 test-site: $(STAMP) browser
-	DPBOOK_SITE=$(QUICK_OUT)/_build/html $(PY) -m pytest tests/site -q
+	DPBOOK_SITE=$(QUICK_OUT)/_build/html DPBOOK_STUDENT_SITE=$(QUICK_STUDENT)/_build/html \
+		$(PY) -m pytest tests/site -q
+
+# Otter Assign + Otter's local grader (no Docker) on every assignment.
+test-assignments: $(STAMP)
+	$(PY) -m pytest tests/assignments -q
 
 # JupyterLab refuses to start as root unless told to (containers, CI-like machines).
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)

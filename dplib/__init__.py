@@ -3,20 +3,35 @@
 Every formula a chapter runs lives here, once, with its source cited and its tests in ``tests/``.
 
 Modules (by topic): ``mechanisms`` (randomized response, Laplace, Gaussian, discrete samplers,
-exponential mechanism), ``accounting`` (composition, Rényi DP, privacy-loss distributions,
-noise calibration), ``langevin`` (privacy dynamics of noisy gradient descent), ``attacks``
-(linkage, …), ``samplers`` (Poisson, fixed-size and shuffled batches),
-``datasets`` (offline, seeded data), ``device`` (device choice and seeding), ``plotting`` (figure
-style), ``widgets`` (interactive figures that also render statically on the website).
+exponential mechanism), ``accounting`` (composition, Rényi DP, privacy-loss distributions, noise
+calibration), ``langevin`` (privacy dynamics of noisy gradient descent), ``attacks`` (linkage,
+membership inference, auditing), ``training`` (DP-SGD and DP-Adam with per-example gradients;
+needs torch, imported on first use), ``icl`` (differentially private in-context learning),
+``samplers`` (Poisson, fixed-size and shuffled batches), ``datasets`` (offline, seeded data),
+``device`` (device choice and seeding), ``plotting`` (figure style), ``widgets`` (interactive
+figures that also render statically on the website).
 """
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import (accounting, attacks, datasets, langevin, mechanisms, plotting,  # noqa: E402
-               samplers, widgets)
+from . import (accounting, attacks, datasets, icl, langevin, mechanisms,  # noqa: E402
+               plotting, samplers, widgets)
 from .device import get_device, quick_mode, seed_everything, setup  # noqa: E402
 
-__all__ = ["accounting", "attacks", "datasets", "langevin", "mechanisms", "plotting",
-           "samplers", "widgets", "get_device", "quick_mode", "seed_everything", "setup",
-           "__version__"]
+__all__ = ["accounting", "attacks", "datasets", "icl", "langevin", "mechanisms", "plotting",
+           "samplers", "training", "widgets", "get_device", "quick_mode", "seed_everything",
+           "setup", "__version__"]
+
+
+# Modules that need torch load on first use, so ``import dplib`` works (and is quick) without it.
+_LAZY = ("training",)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'dplib' has no attribute {name!r}")

@@ -1,14 +1,32 @@
-"""Data the chapters use. Everything here is generated locally: no download, fully seeded.
+"""Data the chapters use: generated locally or bundled offline, fully seeded; plus loaders for
+public data sets that download only when asked.
 
-Loaders for public data sets (MNIST, CIFAR-10, …) join this module with the chapters that need them.
+* Offline: :func:`synthetic_survey`, :func:`synthetic_health_records`, :func:`load_digits`
+  (scikit-learn's bundled 8×8 digits, 1,797 images — no network).
+* Online, for Colab / GPU runs: :func:`load_mnist`, :func:`load_cifar10`. They download the
+  official files once (``download=True``), check their MD5 sums (the ones torchvision checks),
+  and cache them under ``root`` (default ``$DPBOOK_DATA`` or ``~/.cache/dplib``). Tests never
+  download: they exercise the same code on small local files.
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
+import os
+import pickle
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
 import numpy as np
 
-from ._validate import as_generator, check_int, check_probability
+from ._validate import as_generator, check_int, check_probability, check_real
 
-__all__ = ["synthetic_survey", "synthetic_health_records"]
+__all__ = ["synthetic_survey", "synthetic_health_records", "load_digits", "load_mnist",
+           "load_cifar10", "default_root", "is_online"]
 
 
 def synthetic_survey(n: int, proportion: float, *, rng: np.random.Generator | int) -> np.ndarray:
@@ -31,6 +49,8 @@ def synthetic_health_records(n: int, *, n_zip: int = 20, birth_years: tuple[int,
     """
     n = check_int("n", n)
     n_zip = check_int("n_zip", n_zip)
+    if not isinstance(birth_years, (tuple, list)) or len(birth_years) != 2:
+        raise ValueError(f"birth_years must be two integers (first < last), got {birth_years!r}")
     lo, hi = birth_years
     if not (isinstance(lo, int) and isinstance(hi, int) and lo < hi):
         raise ValueError(f"birth_years must be two integers (first < last), got {birth_years!r}")
@@ -43,3 +63,238 @@ def synthetic_health_records(n: int, *, n_zip: int = 20, birth_years: tuple[int,
         "sex": gen.integers(0, 2, n),
         "diabetes": (gen.random(n) < rate).astype(np.int8),
     }
+
+
+# --- real data sets ---------------------------------------------------------------------------
+
+def _split(x: np.ndarray, y: np.ndarray, seed: int, val_fraction: float, test_fraction: float,
+           test: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+    """Seeded stratified split into train / val / test (test given: only train / val)."""
+    from sklearn.model_selection import train_test_split
+    out = {}
+    if test is None:
+        x, x_te, y, y_te = train_test_split(x, y, test_size=test_fraction, random_state=seed,
+                                            stratify=y)
+        out["test"] = (x_te, y_te)
+    else:
+        out["test"] = test
+    if val_fraction > 0:
+        frac = val_fraction / (1 - (test_fraction if test is None else 0.0))
+        x, x_va, y, y_va = train_test_split(x, y, test_size=frac, random_state=seed + 1,
+                                            stratify=y)
+        out["val"] = (x_va, y_va)
+    else:
+        out["val"] = (x[:0], y[:0])
+    out["train"] = (x, y)
+    return out
+
+
+def _to_torch(split: dict, mean: np.ndarray | None, std: np.ndarray | None) -> dict:
+    import torch
+    res = {}
+    for k, (x, y) in split.items():
+        x = x.astype(np.float32)
+        if mean is not None:
+            x = (x - mean) / std
+        res[k] = (torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)),
+                  torch.from_numpy(np.asarray(y, dtype=np.int64)))
+    return res
+
+
+def _fractions(val_fraction: object, test_fraction: object) -> tuple[float, float]:
+    v = check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_open=False)
+    t = check_real("test_fraction", test_fraction, low=0.0, high=1.0)
+    if v + t >= 1:
+        raise ValueError(f"val_fraction + test_fraction must be < 1, got {v} + {t}")
+    return v, t
+
+
+def load_digits(*, seed: int = 0, val_fraction: float = 0.2, test_fraction: float = 0.2,
+                standardize: bool = True) -> dict:
+    """scikit-learn's bundled handwritten digits (1,797 8×8 images, 10 classes; offline).
+
+    Returns ``{"train": (X, y), "val": (X, y), "test": (X, y), "num_classes": 10,
+    "image_shape": (1, 8, 8)}`` with X a float32 tensor [n, 64] and y an int64 tensor, split
+    stratified and seeded by ``seed``. With ``standardize`` the pixels (0–16) are centred and
+    scaled by one global mean and standard deviation computed on the TRAINING split only (one
+    scalar each, so no per-pixel statistic of the test data leaks into the model; the statistics
+    of the training split are treated as public preprocessing — a DP pipeline that must protect
+    them would compute them privately or use the fixed range 0–16 instead).
+    """
+    from sklearn.datasets import load_digits as _sk_digits
+    seed = check_int("seed", seed, low=0)
+    v, t = _fractions(val_fraction, test_fraction)
+    if test_fraction == 0:
+        raise ValueError("test_fraction must be in (0, 1), got 0")
+    data = _sk_digits()
+    split = _split(data.data.astype(np.float32), data.target.astype(np.int64), seed, v, t)
+    mean = std = None
+    if standardize:
+        xt = split["train"][0]
+        mean, std = np.float32(xt.mean()), np.float32(xt.std())
+    out = _to_torch(split, mean, std)
+    out.update(num_classes=10, image_shape=(1, 8, 8))
+    return out
+
+
+def default_root() -> Path:
+    """Where downloads are cached: ``$DPBOOK_DATA`` if set, else ``~/.cache/dplib``."""
+    return Path(os.environ.get("DPBOOK_DATA") or Path.home() / ".cache" / "dplib")
+
+
+def is_online(url: str = "https://ossci-datasets.s3.amazonaws.com",
+              timeout: float = 3.0) -> bool:
+    """True when ``url`` answers within ``timeout`` seconds (chapters use it to decide whether a
+    download-dependent cell runs). Never raises."""
+    try:
+        req = urllib.request.Request(url, method="HEAD", headers={"User-Agent": "dplib"})
+        with urllib.request.urlopen(req, timeout=timeout):
+            return True
+    except urllib.error.HTTPError:     # the server answered (e.g. 403 on a bucket root)
+        return True
+    except Exception:   # offline, DNS failure, timeout: do not download
+        return False
+
+
+def _md5(path: Path) -> str:
+    h = hashlib.md5()   # noqa: S324 - integrity check against the published sums, not security
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fetch(name: str, urls: tuple[str, ...], md5: str, folder: Path, download: bool) -> Path:
+    """The cached file ``folder/name`` with checksum ``md5``, downloading it if allowed.
+
+    A cached file with a wrong checksum is refused (never silently used). Downloads go to a
+    temporary file that is renamed only after its checksum matched, so an interrupted download
+    leaves no corrupt cache behind. Mirrors are tried in order.
+    """
+    path = folder / name
+    if path.exists():
+        got = _md5(path)
+        if got != md5:
+            raise ValueError(f"cached file {path} has MD5 {got}, expected {md5}: delete it and "
+                             "download again")
+        return path
+    if not download:
+        raise FileNotFoundError(f"{path} is missing; call with download=True (needs network) "
+                                f"or put the official file there")
+    folder.mkdir(parents=True, exist_ok=True)
+    errors = []
+    for url in urls:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=name + ".", suffix=".part")
+        try:
+            req = urllib.request.Request(url, headers={"User-Agent": "dplib"})
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(req, timeout=60) as r:
+                shutil.copyfileobj(r, out)
+            got = _md5(Path(tmp))
+            if got != md5:
+                raise ValueError(f"MD5 {got} != expected {md5}")
+            os.replace(tmp, path)
+            return path
+        except Exception as exc:   # try the next mirror, report all failures at the end
+            errors.append(f"{url}: {exc}")
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    raise RuntimeError(f"could not download {name}: " + "; ".join(errors))
+
+
+#: MNIST files and their MD5 sums (as checked by torchvision.datasets.MNIST).
+MNIST_FILES = {
+    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+}
+MNIST_MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/",
+                 "https://storage.googleapis.com/cvdf-datasets/mnist/")
+#: CIFAR-10 python archive (Krizhevsky 2009) and its MD5 sum.
+CIFAR10_FILE = ("cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a")
+CIFAR10_MIRRORS = ("https://www.cs.toronto.edu/~kriz/",)
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    """An IDX file (LeCun's MNIST format): big-endian magic 0x000008dd (ubyte, d dims), d sizes,
+    then the data."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] != b"\x00\x00" or raw[2] != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte IDX file")
+    ndim = raw[3]
+    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+def _check_root(root) -> Path:
+    return default_root() if root is None else Path(root)
+
+
+def load_mnist(root: str | os.PathLike | None = None, *, download: bool = False, seed: int = 0,
+               val_fraction: float = 0.0, flatten: bool = False) -> dict:
+    """MNIST (LeCun et al. 1998): 60,000 training and 10,000 test 28×28 digits.
+
+    Files are cached in ``root/mnist`` and checked against :data:`MNIST_FILES`. Pixels are scaled
+    to [0, 1] and normalised with the usual MNIST constants (mean 0.1307, std 0.3081 — fixed
+    public numbers, so no data statistic enters). X has shape [n, 1, 28, 28] (or [n, 784] with
+    ``flatten``). Returns the same dict as :func:`load_digits` (``val`` is carved, seeded and
+    stratified, out of the training set when ``val_fraction`` > 0; the official test set is
+    ``test``).
+    """
+    folder = _check_root(root) / "mnist"
+    seed = check_int("seed", seed, low=0)
+    v = check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_open=False)
+    paths = {k: _fetch(k, tuple(m + k for m in MNIST_MIRRORS), md5, folder, download)
+             for k, md5 in MNIST_FILES.items()}
+    xtr = _read_idx(paths["train-images-idx3-ubyte.gz"])
+    ytr = _read_idx(paths["train-labels-idx1-ubyte.gz"])
+    xte = _read_idx(paths["t10k-images-idx3-ubyte.gz"])
+    yte = _read_idx(paths["t10k-labels-idx1-ubyte.gz"])
+
+    def prep(x):
+        x = (x.astype(np.float32) / 255.0 - 0.1307) / 0.3081
+        return x.reshape(len(x), -1) if flatten else x.reshape(len(x), 1, 28, 28)
+    split = _split(prep(xtr), ytr.astype(np.int64), seed, v, 0.0,
+                   test=(prep(xte), yte.astype(np.int64)))
+    out = _to_torch(split, None, None)
+    out.update(num_classes=10, image_shape=(1, 28, 28))
+    return out
+
+
+def load_cifar10(root: str | os.PathLike | None = None, *, download: bool = False,
+                 seed: int = 0, val_fraction: float = 0.0) -> dict:
+    """CIFAR-10 (Krizhevsky 2009): 50,000 training and 10,000 test 32×32 colour images.
+
+    The python archive is cached in ``root/cifar10`` (checked against :data:`CIFAR10_FILE`) and
+    read without extracting it to disk. X is float32 [n, 3, 32, 32], scaled to [0, 1] and
+    normalised per channel with the commonly used public constants (mean (0.4914, 0.4822,
+    0.4465), std (0.2470, 0.2435, 0.2616)). Same dict as :func:`load_digits`.
+    """
+    folder = _check_root(root) / "cifar10"
+    seed = check_int("seed", seed, low=0)
+    v = check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_open=False)
+    name, md5 = CIFAR10_FILE
+    path = _fetch(name, tuple(m + name for m in CIFAR10_MIRRORS), md5, folder, download)
+    parts: dict[str, dict] = {}
+    with tarfile.open(path, "r:gz") as tar:
+        for member in tar.getmembers():
+            base = os.path.basename(member.name)
+            if base.startswith("data_batch_") or base == "test_batch":
+                parts[base] = pickle.load(tar.extractfile(member), encoding="latin1")
+    train_names = [f"data_batch_{i}" for i in range(1, 6)]
+    missing = [k for k in train_names + ["test_batch"] if k not in parts]
+    if missing:
+        raise ValueError(f"{path} lacks {missing}")
+    mean = np.array([0.4914, 0.4822, 0.4465], np.float32).reshape(1, 3, 1, 1)
+    std = np.array([0.2470, 0.2435, 0.2616], np.float32).reshape(1, 3, 1, 1)
+
+    def prep(batches):
+        x = np.concatenate([np.asarray(parts[b]["data"], np.uint8) for b in batches])
+        y = np.concatenate([np.asarray(parts[b]["labels"], np.int64) for b in batches])
+        return (x.reshape(-1, 3, 32, 32).astype(np.float32) / 255.0 - mean) / std, y
+    xtr, ytr = prep(train_names)
+    split = _split(xtr, ytr, seed, v, 0.0, test=prep(["test_batch"]))
+    out = _to_torch(split, None, None)
+    out.update(num_classes=10, image_shape=(3, 32, 32))
+    return out

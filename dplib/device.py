@@ -38,7 +38,8 @@ def get_device(prefer: str | None = None):
     """
     torch = _torch()
     if prefer is not None:
-        if prefer not in ("cuda", "mps", "cpu") and not prefer.startswith("cuda:"):
+        if not isinstance(prefer, str) or (prefer not in ("cuda", "mps", "cpu")
+                                           and not prefer.startswith("cuda:")):
             raise ValueError(f"prefer must be 'cuda', 'cuda:N', 'mps' or 'cpu', got {prefer!r}")
         return torch.device(prefer) if torch is not None else prefer
     if torch is None:
@@ -82,6 +83,8 @@ def setup(seed: int = 0, *, verbose: bool = True) -> Setup:
     from . import __version__
     from .plotting import use_book_style
 
+    if not isinstance(verbose, bool):
+        raise ValueError(f"verbose must be True or False, got {verbose!r}")
     rng = seed_everything(seed)
     info = Setup(seed=seed, rng=rng, device=get_device(), quick=quick_mode())
     use_book_style()

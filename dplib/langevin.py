@@ -11,6 +11,9 @@ and only θ_K is released. Throughout, neighbouring data sets differ by **replac
 
 so a loss with ‖∇ℓ‖ ≤ L has S_g ≤ 2L. Privacy is Rényi DP of order α > 1 (Mironov 2017).
 
+DP-SGLD, the minibatch version (Ryffel, Bach & Pointcheval 2022), lives in :mod:`dplib.sgld` and
+is re-exported at the end of this module (``sgld_rdp``, ``dp_sgld``, …).
+
 Formulas (all vectorised over ``alpha`` and ``K`` with numpy broadcasting):
 
 * :func:`privacy_dynamics_rdp` — the privacy-dynamics upper bound for λ-strongly convex,
@@ -339,3 +342,17 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
         raise ValueError("noisy_gd diverged (non-finite iterate): check eta <= 1/beta and "
                          "the scale of grad_fn")
     return torch.stack(path) if trajectory else theta
+
+
+# --- DP-SGLD (Ryffel, Bach & Pointcheval 2022): the stochastic version, in dplib.sgld ------------
+# Re-exported here so that ``dplib.langevin.sgld_rdp`` (the DESIGN contract) and the rest of the
+# DP-SGLD API sit next to the DP-GLD bounds they extend.
+from .sgld import (constant_step_rdp, decreasing_step_rdp, decreasing_step_sizes,  # noqa: E402
+                   dp_sgld, logistic_regression_constants, one_step_delta_lower_bound,
+                   released_iterates_epsilon, sgld_calibrate_sigma, sgld_composition_rdp,
+                   sgld_epsilon, sgld_rdp, sgld_rdp_limit)
+
+__all__ += ["sgld_rdp", "constant_step_rdp", "decreasing_step_rdp", "decreasing_step_sizes",
+            "sgld_rdp_limit", "sgld_composition_rdp", "sgld_epsilon", "sgld_calibrate_sigma",
+            "released_iterates_epsilon", "one_step_delta_lower_bound", "dp_sgld",
+            "logistic_regression_constants"]

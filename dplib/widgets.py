@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any, Callable
 
 import matplotlib.pyplot as plt
@@ -58,8 +59,26 @@ class Control:
         return int(round(value)) if self.kind == "int" or self.integer else value
 
 
+def _finite(name: str, value: Any, *, integer: bool = False) -> float:
+    """A finite real (an int where ``integer``) for a slider end, value or step."""
+    ok = isinstance(value, Integral) if integer else isinstance(value, Real)
+    if not ok or isinstance(value, bool) or not math.isfinite(value):
+        kind = "an integer" if integer else "a finite number"
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    return value
+
+
 def _range(kind: str, lo: float, hi: float, value: float, label: str | None, step=None,
            integer: bool = False) -> Control:
+    whole = kind == "int"
+    for name, v in (("min", lo), ("max", hi), ("value", value)):
+        _finite(name, v, integer=whole)
+    if step is not None and (_finite("step", step, integer=whole) <= 0):
+        raise ValueError(f"step must be > 0, got {step!r}")
+    if not isinstance(integer, bool):
+        raise ValueError(f"integer must be True or False, got {integer!r}")
+    if label is not None and not isinstance(label, str):
+        raise ValueError(f"label must be a string or None, got {label!r}")
     if not lo < hi or not lo <= value <= hi:
         raise ValueError(f"slider needs min < max and min <= value <= max, got min={lo!r}, "
                          f"max={hi!r}, value={value!r}")
@@ -71,12 +90,16 @@ def _range(kind: str, lo: float, hi: float, value: float, label: str | None, ste
 
 def slider(min: float, max: float, value: float, *, step: float | None = None,
            label: str | None = None) -> Control:
-    """A float slider on a linear scale."""
-    return _range("float", min, max, value, label, step or (max - min) / 100)
+    """A float slider on a linear scale (``step`` defaults to (max − min)/100)."""
+    if step is None and all(isinstance(v, Real) and not isinstance(v, bool)
+                            and math.isfinite(v) for v in (min, max)):
+        step = (max - min) / 100 if max > min else None
+    return _range("float", min, max, value, label, step)
 
 
 def int_slider(min: int, max: int, value: int, *, step: int = 1, label: str | None = None) -> Control:
     """An integer slider."""
+    _finite("step", step, integer=True)
     return _range("int", min, max, value, label, step)
 
 
@@ -90,7 +113,9 @@ def log_slider(min: float, max: float, value: float, *, integer: bool = False,
 
 
 def dropdown(options: list, value: Any, *, label: str | None = None) -> Control:
-    """A choice among ``options``."""
+    """A choice among ``options`` (a non-empty list or tuple)."""
+    if not isinstance(options, (list, tuple)) or len(options) == 0:
+        raise ValueError(f"options must be a non-empty list or tuple, got {options!r}")
     if value not in options:
         raise ValueError(f"dropdown value must be one of {list(options)}, got {value!r}")
     return Control(kind="choice", value=value, options=tuple(options), label=label)
@@ -188,6 +213,16 @@ class FigurePanel:
 def interactive_figure(plot: Callable[..., plt.Figure], *, caption: str | None = None,
                        show: bool = True, **controls: Control) -> FigurePanel:
     """Build a :class:`FigurePanel` from ``plot`` and keyword controls, display it, return it."""
+    if not callable(plot):
+        raise ValueError(f"plot must be a function returning a matplotlib Figure, got {plot!r}")
+    if caption is not None and not isinstance(caption, str):
+        raise ValueError(f"caption must be a string or None, got {caption!r}")
+    if not isinstance(show, bool):
+        raise ValueError(f"show must be True or False, got {show!r}")
+    bad = [k for k, c in controls.items() if not isinstance(c, Control)]
+    if bad:
+        raise ValueError(f"controls must be made with slider/int_slider/log_slider/dropdown; "
+                         f"{bad[0]}={controls[bad[0]]!r} is not")
     panel = FigurePanel(plot, controls, caption)
     if show:
         panel.show()

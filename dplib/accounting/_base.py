@@ -43,7 +43,12 @@ def check_epsilon(epsilon: object) -> float:
 
 def check_orders(orders: object) -> np.ndarray:
     """Orders α: a scalar or 1-D array of finite reals, all > 1."""
-    arr = np.asarray(orders, dtype=float) if not isinstance(orders, bool) else np.asarray(np.nan)
+    try:
+        arr = (np.asarray(orders, dtype=float) if not isinstance(orders, bool)
+               else np.asarray(np.nan))
+    except (TypeError, ValueError):
+        raise ValueError(f"orders must be a scalar or non-empty 1-D array of reals in (1, inf), "
+                         f"got {orders!r}") from None
     if arr.ndim > 1 or arr.size == 0:
         raise ValueError(f"orders must be a scalar or non-empty 1-D array of reals in (1, inf), "
                          f"got {orders!r}")

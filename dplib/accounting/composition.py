@@ -27,7 +27,11 @@ __all__ = ["basic_composition", "advanced_composition", "group_privacy",
 
 
 def _nonneg_array(name: str, value: object) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(value, dtype=float)) if not isinstance(value, bool) else None
+    try:
+        arr = (np.atleast_1d(np.asarray(value, dtype=float)) if not isinstance(value, bool)
+               else None)
+    except (TypeError, ValueError):
+        arr = None
     if arr is None or arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a number or a non-empty 1-D array in [0, inf), got {value!r}")
     bad = ~np.isfinite(arr) | (arr < 0)

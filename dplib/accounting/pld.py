@@ -52,6 +52,7 @@ from scipy.special import ndtr, ndtri
 
 from .._validate import check_positive, check_probability
 from ._base import Accountant, check_delta, check_epsilon
+from .rdp import RDPAccountant
 
 __all__ = ["DiscretePLD", "compose", "subsampled_gaussian_pld", "PLDAccountant"]
 
@@ -224,9 +225,12 @@ def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> f
     h·E|L| ≪ Var(L). :class:`PLDAccountant` therefore caps h at a fraction of this ratio, which is
     what keeps it tight when q is tiny or σ large (single-step losses of 1e-6 and less).
     """
+    s = check_positive("noise_multiplier", noise_multiplier)
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    if direction not in ("remove", "add", "replace"):
+        raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {direction!r}")
     z, w = np.polynomial.hermite_e.hermegauss(80)
     w = w / w.sum()
-    s, q = noise_multiplier, sample_rate
 
     def loss(x: np.ndarray) -> np.ndarray:
         zz = (2 * x - 1) / (2 * s**2)
@@ -287,6 +291,17 @@ def compose(plds: list[DiscretePLD], counts: list[int], *, tail_mass: float = _W
     P(S < a) ≤ e^{ta}·Π M_k(−t)^{T_k} minimised over a grid of t; the FFT length N covers it, so
     the cyclic convolution only folds outside mass (≤ the two bounds) onto the window.
     """
+    if not isinstance(plds, (list, tuple)) or not plds or not all(
+            isinstance(p, DiscretePLD) for p in plds):
+        raise ValueError(f"plds must be a non-empty list of DiscretePLD, got {plds!r}")
+    if (not isinstance(counts, (list, tuple)) or len(counts) != len(plds)
+            or any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1
+                   for c in counts)):
+        raise ValueError(f"counts must be a list of integers >= 1, one per PLD "
+                         f"({len(plds)}), got {counts!r}")
+    if len({p.h for p in plds}) != 1:
+        raise ValueError("plds must share one value_discretization_interval h")
+    check_probability("tail_mass", tail_mass, low_open=True, high_open=True)
     h = plds[0].h
     ia, ib, base, up_bound, dn_bound = window or _window(plds, counts, tail_mass)
     n = sfft.next_fast_len(ib - ia + 1, real=True)
@@ -343,6 +358,13 @@ class PLDAccountant(Accountant):
     >>> round(acc.get_epsilon(1e-5), 1)
     1.8
 
+    Very small δ (≲ 1e-12): the FFT's round-off (an absolute error of about 1e-20 to 1e-15 per
+    grid point) is added to δ as slack, so answers stay upper bounds but lose their tightness
+    there; with ``rdp_fallback=True`` (default, add/remove only) :meth:`get_epsilon` and
+    :meth:`get_delta` return the smaller of this bound and :class:`RDPAccountant`'s for the same
+    history — both are upper bounds, so the smaller one is too, and the PLD answer is never
+    looser than RDP's.
+
     ``neighboring="replace_one"`` accounts the same Poisson-subsampled steps under replace-one
     adjacency instead (the pair of dp-accounting's ``NeighboringRelation.REPLACE_ONE``; see the
     module docstring). It is the relation to use when n is treated as public; it is *not* a
@@ -351,7 +373,7 @@ class PLDAccountant(Accountant):
     """
 
     def __init__(self, value_discretization_interval: float = 1e-3, *,
-                 neighboring: str = "add_remove") -> None:
+                 neighboring: str = "add_remove", rdp_fallback: bool = True) -> None:
         super().__init__()
         self.h = check_positive("value_discretization_interval", value_discretization_interval)
         if neighboring not in ("add_remove", "replace_one"):
@@ -359,15 +381,24 @@ class PLDAccountant(Accountant):
                              f"got {neighboring!r}")
         self.neighboring = neighboring
         self._directions = ("remove", "add") if neighboring == "add_remove" else ("replace",)
-        self._cache: dict[str, tuple[DiscretePLD, float, float]] = {}
+        self._cache: dict[tuple[str, float], tuple[DiscretePLD, float, float, float]] = {}
+        if not isinstance(rdp_fallback, bool):
+            raise ValueError(f"rdp_fallback must be True or False, got {rdp_fallback!r}")
+        self.rdp_fallback = rdp_fallback
         self.used_interval: dict[str, float] = {}
 
     def _invalidate(self) -> None:
         self._cache = {}
 
-    def _composed(self, direction: str) -> tuple[DiscretePLD, float, float]:
+    def _composed(self, direction: str,
+                  tail_mass: float = _WINDOW_TAIL) -> tuple[DiscretePLD, float, float]:
+        """The composed PLD of ``direction`` on a window whose outside mass is ≤ ``tail_mass``.
+
+        The outside mass is added to δ, so it must be far below the δ asked for: ``get_epsilon``
+        passes min(1e-15, δ/1000) (rounded down to a power of 10 so that answers are cached)."""
         self._require_history()
-        if direction not in self._cache:
+        key = (direction, tail_mass)
+        if key not in self._cache:
             counts = [p.num_steps for p in self.history]
             h = min([self.h] + [_H_FRACTION * loss_scale(p.noise_multiplier, p.sample_rate, direction)
                                 for p in self.history])
@@ -376,37 +407,68 @@ class PLDAccountant(Accountant):
                                                 direction=direction,
                                                 value_discretization_interval=h)
                         for p in self.history]
-                win = _window(plds, counts, _WINDOW_TAIL)
+                win = _window(plds, counts, tail_mass)
                 if win[1] - win[0] < MAX_GRID_SIZE:
                     break
                 # Huge ε (hundreds to millions): coarsen the grid so the FFT fits; the result stays
                 # an upper bound, only less tight. The spacing used is kept in ``used_interval``.
                 h *= math.ceil((win[1] - win[0]) / MAX_GRID_SIZE * 1.05)
             self.used_interval[direction] = h
-            self._cache[direction] = compose(plds, counts, window=win)
-        return self._cache[direction]
+            pld, up, dn = compose(plds, counts, window=win)
+            # FFT round-off: every composed mass carries an absolute error of about the same
+            # size (1e-20 … 1e-15, growing with T and with the window). The negative masses
+            # are pure error, so four times the largest of them (and never less than 1e-16 of
+            # the largest mass) is taken as the per-point error ν (measured against the exact
+            # single-step PLD, |error| ≤ 3.4 × the largest negative mass); a δ summed over k
+            # grid points gets k·ν of slack. Negligible at δ = 1e-5; it is what keeps δ ≲ 1e-12 answers
+            # upper bounds (issue 13's stress grid found ε *below* the exact value at
+            # δ = 1e-15, σ = 0.2, q = 1, T = 100, before this slack).
+            nu = max(4.0 * max(-float(pld.pmf.min()), 0.0), 1e-16 * float(pld.pmf.max()))
+            self._cache[key] = (pld, up, dn, nu)
+        return self._cache[key]
+
+    def _rdp_bound(self) -> RDPAccountant | None:
+        """The RDP accountant of the same history (add/remove only), the fallback bound."""
+        if not self.rdp_fallback or self.neighboring != "add_remove":
+            return None
+        acc = RDPAccountant()
+        for p in self.history:
+            acc.step(noise_multiplier=p.noise_multiplier, sample_rate=p.sample_rate,
+                     num_steps=p.num_steps)
+        return acc
 
     def _delta_one(self, direction: str, epsilon: float) -> float:
-        pld, up, dn = self._composed(direction)
+        pld, up, dn, nu = self._composed(direction)
         slack = up + (dn if epsilon < pld.offset * pld.h else 0.0)
+        slack += nu * int(np.count_nonzero(pld.losses > epsilon))
         return min(1.0, pld.get_delta(epsilon) + slack)
 
     def get_delta(self, epsilon: float) -> float:
         """Upper bound on the smallest δ with (ε, δ)-DP: max over the add and remove directions."""
         eps = check_epsilon(epsilon)
-        return max(self._delta_one(d, eps) for d in self._directions)
+        delta = max(self._delta_one(d, eps) for d in self._directions)
+        rdp = self._rdp_bound()
+        return delta if rdp is None else min(delta, rdp.get_delta(eps))
 
     def _epsilon_one(self, direction: str, delta: float) -> float:
-        pld, up, dn = self._composed(direction)
+        # The window's outside mass (added to δ) must be negligible against δ: for δ below
+        # 1e-12 a fixed 1e-15 made ε loose (δ = 1e-15: ε = 3.1 for q=1e-3, σ=1, T=1, where
+        # the exact value is 0.87 — found by the stress grid of issue 13).
+        tail = min(_WINDOW_TAIL, 10.0 ** math.floor(math.log10(delta * 1e-3)))
+        pld, up, dn, nu = self._composed(direction, tail)
         j0 = max(0, pld.offset)                          # ε ≥ 0 only
         lv, dl = _delta_curve(pld, j0)
-        dl = dl + up + (dn if pld.offset > 0 else 0.0)
+        # round-off slack: δ(ε_j) sums the lv.size − 1 − j grid points above ε_j
+        dl = dl + up + (dn if pld.offset > 0 else 0.0) + nu * np.arange(lv.size - 1, -1, -1)
         if lv.size == 0 or dl[0] <= delta:
             if pld.offset <= 0:
                 return 0.0
         if dl[-1] > delta:
             return math.inf   # only the infinite-loss mass or the tail bounds exceed δ
-        j = int(np.argmax(dl <= delta))                  # first grid point with δ ≤ target
+        # first grid point from which on δ stays ≤ target (round-off can make the computed curve
+        # dip below the target and come back; the first dip would be an underestimate)
+        above = np.flatnonzero(dl > delta)
+        j = int(above[-1]) + 1 if above.size else 0
         if j == 0:
             return float(lv[0])
         # Between grid points the discrete δ(ε) is exactly linear in e^ε: solve for ε.
@@ -418,4 +480,6 @@ class PLDAccountant(Accountant):
     def get_epsilon(self, delta: float) -> float:
         """Upper bound on the smallest ε with (ε, δ)-DP: max over the add and remove directions."""
         d = check_delta(delta)
-        return max(self._epsilon_one(dr, d) for dr in self._directions)
+        eps = max(self._epsilon_one(dr, d) for dr in self._directions)
+        rdp = self._rdp_bound()
+        return eps if rdp is None else min(eps, rdp.get_epsilon(d))

@@ -1,4 +1,42 @@
 """Attacks on privacy: linkage (chapter 1); membership inference joins here later."""
+from .audit import (AuditResult, CanaryAuditResult, MechanismAudit, audit_from_samples,
+                    canary_loss, clopper_pearson, dpsgd_canary_audit, dpsgd_canary_runs,
+                    epsilon_lower_bound, epsilon_lower_bound_from_counts,
+                    max_certifiable_epsilon, mechanism_audits)
 from .linkage import combined_key, link_records, uniqueness_rate
 
 __all__ = ["combined_key", "link_records", "uniqueness_rate"]
+__all__ += ["clopper_pearson", "epsilon_lower_bound", "epsilon_lower_bound_from_counts",
+            "audit_from_samples", "AuditResult", "max_certifiable_epsilon",
+            "mechanism_audits", "MechanismAudit", "dpsgd_canary_audit", "dpsgd_canary_runs",
+            "canary_loss", "CanaryAuditResult"]
+# membership inference (chapter 9): scores, ROC metrics and LiRA need only NumPy; the modules
+# that train torch models (shadow, extraction, experiment) load on first use, so that
+# `import dplib` keeps working without PyTorch.
+from .scores import (confidence_scores, logit_scaled_confidence, loss_scores,  # noqa: E402
+                     score_examples)
+from .roc import (attack_summary, dp_tpr_bound, plot_roc, roc_auc, roc_curve,  # noqa: E402
+                  tpr_at_fpr)
+from .lira import GaussianFits, fit_gaussians, lira_offline, lira_online  # noqa: E402
+
+_LAZY = {"membership_masks": "shadow", "BatchedModels": "shadow",
+         "train_models_batched": "shadow", "train_models_sequential": "shadow",
+         "ShadowModelAttack": "shadow", "ExtractionResult": "extraction",
+         "extract_logistic_regression": "extraction", "prediction_api": "extraction",
+         "InversionResult": "extraction", "invert_model": "extraction",
+         "ATTACKS": "experiment", "Population": "experiment", "train_population": "experiment",
+         "run_attacks": "experiment", "population_epsilon_lower_bound": "experiment",
+         "CanaryAudit": "experiment", "canary_audit": "experiment",
+         "digits_pool": "experiment", "mia_model": "experiment", "MIA_RECIPE": "experiment"}
+
+
+def __getattr__(name):          # PEP 562: import the torch-based modules only when used
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ += ["loss_scores", "confidence_scores", "logit_scaled_confidence", "score_examples",
+            "roc_curve", "roc_auc", "tpr_at_fpr", "attack_summary", "plot_roc", "dp_tpr_bound",
+            "GaussianFits", "fit_gaussians", "lira_online", "lira_offline", *_LAZY]

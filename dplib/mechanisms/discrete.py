@@ -178,10 +178,22 @@ def discrete_gaussian(sigma_squared: object, size: int, *,
     return out
 
 
+def _integer_points(name: str, value: object) -> np.ndarray:
+    """Integer-valued points of ℤ (ints, or floats that are whole numbers), as floats."""
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be integers (points of Z), got {value!r}")
+    arr = arr.astype(float)
+    bad = ~np.isfinite(arr) | (arr != np.round(arr))
+    if bad.any():
+        raise ValueError(f"{name} must be integers (points of Z), got {float(arr[bad].flat[0])!r}")
+    return arr
+
+
 def discrete_laplace_pmf(k: object, scale: float) -> np.ndarray | float:
     """P(Z = k) = tanh(1/(2b)) · exp(−|k|/b) for Z ~ Lap_Z(b) (CKS 2020, Def. 28 normalised)."""
-    b = check_positive("scale", float(scale))
-    kk = np.asarray(k, dtype=float)
+    b = check_positive("scale", scale)
+    kk = _integer_points("k", k)
     pmf = np.tanh(0.5 / b) * np.exp(-np.abs(kk) / b)
     return float(pmf) if pmf.ndim == 0 else pmf
 
@@ -197,8 +209,8 @@ def discrete_gaussian_pmf(k: object, sigma_squared: float) -> np.ndarray | float
 
     The normaliser is summed over |y| ≤ 40σ + 10 (the rest is below e^{−800}).
     """
-    s2 = check_positive("sigma_squared", float(sigma_squared))
-    kk = np.asarray(k, dtype=float)
+    s2 = check_positive("sigma_squared", sigma_squared)
+    kk = _integer_points("k", k)
     pmf = np.exp(-kk * kk / (2 * s2) - _dgauss_log_norm(s2))
     return float(pmf) if pmf.ndim == 0 else pmf
 
@@ -210,7 +222,7 @@ def discrete_gaussian_delta(sigma_squared: float, epsilon: float | np.ndarray,
     δ = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2],   Y ~ N_Z(0, σ²).
     Vectorised over ``epsilon``.
     """
-    s2 = check_positive("sigma_squared", float(sigma_squared))
+    s2 = check_positive("sigma_squared", sigma_squared)
     d = check_int("sensitivity", sensitivity)
     eps = check_real_array("epsilon", epsilon, low=0.0, high=np.inf, low_open=False)
     r = int(np.ceil(40 * np.sqrt(s2))) + 10

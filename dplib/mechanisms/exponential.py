@@ -54,6 +54,13 @@ def exponential_mechanism(utilities: object, epsilon: float, sensitivity: float 
 
     Sampled by inverting the cumulative probabilities of
     :func:`exponential_mechanism_probabilities` with one uniform draw per row.
+
+    Floating-point caveat: the probabilities and the uniform draw are IEEE doubles, so the
+    output law is the stated one only up to rounding (the concern of Mironov 2012 for float
+    noise; for the exponential mechanism see Ilvento 2020, "Implementing the exponential
+    mechanism with base-2 differential privacy"). The output is one of k indices, so rounding
+    moves probabilities by ~1e-16 and cannot reveal the input the way a float Laplace output
+    can; still, it is a teaching implementation, not an exact sampler.
     """
     p = exponential_mechanism_probabilities(utilities, epsilon, sensitivity)
     cdf = np.cumsum(p, axis=-1)
@@ -70,6 +77,11 @@ def report_noisy_max(scores: object, epsilon: float, sensitivity: float = 1.0, *
     ``noise="gumbel"``: scale 2Δu/ε, the exponential mechanism in law (Durfee & Rogers 2019).
     ``noise="laplace"``: scale 2Δu/ε, or Δu/ε with ``monotone=True`` for monotone counts
     (Dwork & Roth 2014, Claim 3.9). ``monotone`` is refused with Gumbel noise.
+
+    Floating-point caveat: the noise is drawn by numpy's float samplers (the setting of
+    Mironov 2012). Only the argmax is released, which hides the low-order bits that make a
+    float Laplace *value* leak, but the law is still exact only up to rounding: a teaching
+    implementation, not a certified sampler.
     """
     s = _scores("scores", scores)
     eps = check_positive("epsilon", epsilon)

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from .._validate import (as_generator, check_choice, check_finite_array, check_positive,
-                         check_real_array)
+                         check_real, check_real_array)
 
 __all__ = ["gaussian_sigma", "gaussian_delta", "gaussian_epsilon", "gaussian_mechanism",
            "gaussian_privacy_loss"]
@@ -140,9 +140,18 @@ def gaussian_mechanism(value: float | np.ndarray, epsilon: float, delta: float,
 
     (ε, δ)-DP for a query whose ℓ2 sensitivity (whole vector, under your adjacency) is Δ.
     The default is the analytic calibration (Balle & Wang 2018), the least noise for (ε, δ).
+
+    Floating-point caveat: the noise comes from numpy's float Gaussian sampler. Like the float
+    Laplace sampler attacked by Mironov (2012), its set of possible outputs can depend on the
+    input, so the guarantee holds for the real-valued mechanism, not bit for bit for this
+    implementation: fine for teaching and simulation; for a deployed release on an integer
+    query use :func:`dplib.mechanisms.discrete_gaussian_mechanism` (CKS 2020), which is exact.
     """
     x = check_finite_array("value", value)
-    sigma = gaussian_sigma(epsilon, delta, sensitivity, method)
+    # one (ε, δ) for the whole release: gaussian_sigma is vectorised, this function is not
+    eps = check_positive("epsilon", epsilon)
+    dl = check_real("delta", delta, low=0.0, high=1.0)
+    sigma = gaussian_sigma(eps, dl, sensitivity, method)
     out = x + as_generator(rng).normal(0.0, sigma, size=x.shape)
     return _scalar_or_array(out)
 

@@ -113,7 +113,7 @@ def float_laplace_reachable(output: float | np.ndarray, value: float, scale: flo
     the reachable outputs are fl(value − fl(±scale·ln(m·2⁻⁵²))). For each output we invert the
     CDF to the nearest m and test every m within ``window`` of it, with both signs.
     """
-    y = np.asarray(output, dtype=float)
+    y = check_finite_array("output", output)
     mu = check_real("value", value)
     b = check_positive("scale", scale)
     window = check_int("window", window)

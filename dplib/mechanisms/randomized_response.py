@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import (as_generator, check_binary_array, check_int, check_positive,
-                         check_positive_array, check_probability, check_real)
+                         check_positive_array, check_probability, check_real,
+                         check_real_array)
 
 __all__ = [
     "rr_p_truth", "rr_epsilon", "coin_flip_p_truth", "randomized_response", "rr_estimate",
@@ -86,6 +87,10 @@ def rr_estimate(reports: object, epsilon: float, *, axis: int | None = -1) -> np
     """
     r = check_binary_array("reports", reports)
     p = rr_p_truth(epsilon)
+    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))
+                             or not -r.ndim <= int(axis) < r.ndim):
+        raise ValueError(f"axis must be None or an integer in [-{r.ndim}, {r.ndim - 1}] "
+                         f"(reports has {r.ndim} dimension(s)), got {axis!r}")
     # 2p - 1 = tanh(ε/2): no cancellation when ε is tiny.
     estimate = (r.mean(axis=axis) - (1.0 - p)) / np.tanh(epsilon / 2)
     return float(estimate) if np.ndim(estimate) == 0 else estimate
@@ -99,9 +104,8 @@ def rr_estimator_variance(proportion: float | np.ndarray, n: int,
     ≈ 1/ε² for small ε: the privacy term alone gives a standard error of about 1/(ε√n).
     Vectorised (with broadcasting) over ``proportion`` and ``epsilon``.
     """
-    pi = np.asarray(proportion, dtype=float)
-    if np.any(~np.isfinite(pi)) or np.any((pi < 0) | (pi > 1)):
-        raise ValueError(f"proportion must be in [0, 1], got {proportion!r}")
+    pi = check_real_array("proportion", proportion, low=0.0, high=1.0, low_open=False,
+                          high_open=False)
     n = check_int("n", n)
     # p(1-p)/(2p-1)² = e^ε/(e^ε-1)² = e^{-ε}/(1-e^{-ε})²: no overflow for large ε, and expm1
     # keeps it accurate for small ε.
@@ -130,6 +134,8 @@ def rr_simulate_estimates(n: int, proportion: float, epsilon: float, trials: int
     n = check_int("n", n)
     pi = check_probability("proportion", proportion)
     trials = check_int("trials", trials)
+    if not isinstance(sample_population, (bool, np.bool_)):
+        raise ValueError(f"sample_population must be True or False, got {sample_population!r}")
     p = rr_p_truth(epsilon)
     gen = as_generator(rng)
     if sample_population:

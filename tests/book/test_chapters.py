@@ -75,7 +75,10 @@ def test_every_citation_is_in_the_bibliography():
     bib = (ROOT / "references.bib").read_text()
     keys = set(re.findall(r"@\w+\{(\w+),", bib))
     cited = set()
-    for path in NOTEBOOKS:
-        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", _markdown(nbformat.read(path, 4))):
+    texts = [_markdown(nbformat.read(path, 4)) for path in NOTEBOOKS]
+    pages = [ROOT / "intro.md", *sorted((ROOT / "chapters").glob("*.md"))]
+    texts += [p.read_text() for p in pages]
+    for text in texts:
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text):
             cited.update(k.strip() for k in group.split(","))
     assert cited and cited <= keys, f"missing from references.bib: {sorted(cited - keys)}"

@@ -1,9 +1,13 @@
 """The built website, opened in headless Chromium with the network cut off.
 
 What a reader of the site must see without a kernel and without network (DESIGN.md): every page
-loads, its math is typeset by the site's own MathJax, its figures are real images, each widget's
-default figure is visible, and no resource is fetched from outside the site. Screenshots of every
-page are written to ``<site>/../screenshots`` so a person can look at them.
+(found by walking the built HTML tree, so new pages are covered without editing this file) loads
+without JavaScript errors, its math is typeset by the site's own MathJax, every image on it has
+loaded, nothing is fetched from outside the site, and each chapter's widget shows its default
+figure. The search page answers a query offline. Screenshots of the first screen of every page
+(and of each chapter in full) are written to ``<site>/../screenshots`` for a person to look at.
+
+One browser session serves every test. Links are checked without a browser (test_html.py).
 
 Run after the book is built: ``make test-site`` (DPBOOK_SITE says which build to check).
 """
@@ -11,37 +15,38 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import shutil
 import threading
-from pathlib import Path
 
 import pytest
-import yaml
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
-ROOT = Path(__file__).resolve().parents[2]
-SITE = (ROOT / os.environ.get("DPBOOK_SITE", "_build/html")).resolve()
+from sitecheck import SITE, chapter_pages, html_pages
+
 SHOTS = SITE.parent / "screenshots"
+FIRST_SCREEN = (1280, 900)
 
 
-def _pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
-    return [f"{f}.html" for f in files]
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args, **kwargs):
+        pass
 
-
-def _chapters() -> list[str]:
-    return [f"chapters/{p.stem}.html" for p in sorted((ROOT / "chapters").glob("*.ipynb"))]
+    def do_GET(self):
+        # Browsers ask for /favicon.ico on their own; the book has none. Answer "no content"
+        # so that the request does not log a 404 in the console the test reads.
+        if self.path == "/favicon.ico":
+            self.send_response(204)
+            self.end_headers()
+            return
+        super().do_GET()
 
 
 @pytest.fixture(scope="module")
-def site_url():
-    if not (SITE / "index.html").exists():
-        pytest.fail(f"no built site at {SITE}: run `make test-book` (or `make book`) first")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITE))
-    handler.log_message = lambda *a, **k: None
+def site_url(site):
+    handler = functools.partial(_Handler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -58,10 +63,12 @@ def browser():
     opts.binary_location = binary
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1280,1600",
+                 "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                 f"--window-size={FIRST_SCREEN[0]},{FIRST_SCREEN[1]}",
                  # No network: every host name but the local server fails to resolve.
                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(driver_path), options=opts)
     driver.set_page_load_timeout(60)
     driver.set_script_timeout(60)
@@ -70,64 +77,89 @@ def browser():
     driver.quit()
 
 
-def _open(browser, url: str) -> dict:
+_INSPECT = """
+    const done = arguments[arguments.length - 1];
+    const ready = (window.MathJax && MathJax.startup && MathJax.startup.promise)
+                  ? MathJax.startup.promise : Promise.resolve();
+    // Images below the fold may be lazy: ask each to load, then wait for all of them.
+    const imgs = [...document.querySelectorAll('img')];
+    imgs.forEach(i => { i.loading = 'eager'; });
+    const loaded = Promise.all(imgs.map(i => i.complete ? null :
+        new Promise(r => { i.addEventListener('load', r); i.addEventListener('error', r); })));
+    Promise.all([ready, loaded]).then(() => {
+      const caps = [...document.querySelectorAll('.dpbook-widget-caption')];
+      done({
+        title: document.title,
+        mathjax: !!window.MathJax,
+        math_nodes: document.querySelectorAll('.math').length,
+        typeset: document.querySelectorAll('mjx-container').length,
+        math_errors: document.querySelectorAll('mjx-merror').length,
+        raw_dollars: [...document.querySelectorAll('article p')]
+                       .filter(p => /\\$\\$/.test(p.textContent)).length,
+        images: document.querySelectorAll('article img').length,
+        broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
+        widgets: caps.map(c => {
+          const cell = c.closest('.cell');
+          const img = cell && cell.querySelector('img');
+          const r = img && img.getBoundingClientRect();
+          return {img: !!img, loaded: !!img && img.complete && img.naturalWidth > 100,
+                  visible: !!r && r.width > 100 && r.height > 100};
+        }),
+        external: performance.getEntriesByType('resource').map(e => e.name)
+                    .filter(n => !n.startsWith(location.origin) && !n.startsWith('data:')),
+      });
+    });
+"""
+
+
+def _shot_name(page: str, prefix: str = "") -> str:
+    return prefix + page.replace("/", "_").replace(".html", ".png")
+
+
+def _open(browser, url: str) -> tuple[dict, list[dict]]:
+    browser.get_log("browser")  # drop what earlier pages logged
     browser.get(url)
-    # Wait for MathJax (served by the site) to finish typesetting, if the page has math.
-    return browser.execute_async_script("""
-        const done = arguments[arguments.length - 1];
-        const ready = (window.MathJax && MathJax.startup && MathJax.startup.promise)
-                      ? MathJax.startup.promise : Promise.resolve();
-        ready.then(() => {
-          const imgs = [...document.querySelectorAll('article img')];
-          const caps = [...document.querySelectorAll('.dpbook-widget-caption')];
-          done({
-            title: document.title,
-            mathjax: !!window.MathJax,
-            math_nodes: document.querySelectorAll('.math').length,
-            typeset: document.querySelectorAll('mjx-container').length,
-            math_errors: document.querySelectorAll('mjx-merror').length,
-            raw_dollars: [...document.querySelectorAll('article p')]
-                           .filter(p => /\\$\\$/.test(p.textContent)).length,
-            images: imgs.length,
-            broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
-            widgets: caps.map(c => {
-              const cell = c.closest('.cell');
-              const img = cell && cell.querySelector('img');
-              const r = img && img.getBoundingClientRect();
-              return {img: !!img, loaded: !!img && img.complete && img.naturalWidth > 100,
-                      visible: !!r && r.width > 100 && r.height > 100};
-            }),
-            external: performance.getEntriesByType('resource').map(e => e.name)
-                        .filter(n => !n.startsWith(location.origin) && !n.startsWith('data:')),
-          });
-        });
-    """)
+    info = browser.execute_async_script(_INSPECT)
+    return info, browser.get_log("browser")
 
 
-@pytest.mark.parametrize("page", _pages())
-def test_page_loads_offline_with_math(browser, site_url, page):
-    info = _open(browser, f"{site_url}/{page}")
-    browser.save_screenshot(str(SHOTS / page.replace("/", "_").replace(".html", ".png")))
+@pytest.mark.parametrize("page", html_pages(SITE) or ["(no site built)"])
+def test_page_loads_offline_without_errors(browser, site_url, page):
+    browser.set_window_size(*FIRST_SCREEN)
+    info, log = _open(browser, f"{site_url}/{page}")
+    browser.save_screenshot(str(SHOTS / _shot_name(page)))
     assert "404" not in info["title"], f"{page} did not load"
+    severe = [e["message"] for e in log if e["level"] == "SEVERE"]
+    assert not severe, f"{page}: JavaScript errors:\n  " + "\n  ".join(severe)
     assert info["external"] == [], f"{page} fetched resources from the network"
     assert not info["broken_images"], f"broken images on {page}: {info['broken_images']}"
+    assert info["raw_dollars"] == 0, f"{page}: '$$' left as text"
     if info["math_nodes"]:
         assert info["mathjax"], f"{page} has math but MathJax did not load"
         assert info["typeset"] >= info["math_nodes"], f"untypeset math on {page}"
         assert info["math_errors"] == 0, f"MathJax errors on {page}"
 
 
-@pytest.mark.parametrize("page", _chapters())
+@pytest.mark.parametrize("page", chapter_pages())
 def test_chapter_has_figures_and_visible_widget_default(browser, site_url, page):
-    info = _open(browser, f"{site_url}/{page}")
+    browser.set_window_size(*FIRST_SCREEN)
+    info, _ = _open(browser, f"{site_url}/{page}")
     assert info["typeset"] > 10, f"{page}: expected typeset math, found {info['typeset']}"
-    assert info["raw_dollars"] == 0, f"{page}: '$$' left as text"
     assert info["images"] >= 2, f"{page}: expected figures, found {info['images']}"
     assert info["widgets"], f"{page}: no widget default figure found"
     for w in info["widgets"]:
         assert w == {"img": True, "loaded": True, "visible": True}, f"{page}: widget figure {w}"
     # A full-page screenshot of the chapter for a person to look at.
     height = browser.execute_script("return document.body.scrollHeight")
-    browser.set_window_size(1280, min(height, 16000))
-    browser.save_screenshot(str(SHOTS / ("full_" + page.replace("/", "_").replace(".html", ".png"))))
-    browser.set_window_size(1280, 1600)
+    browser.set_window_size(FIRST_SCREEN[0], min(height, 16000))
+    browser.save_screenshot(str(SHOTS / _shot_name(page, "full_")))
+    browser.set_window_size(*FIRST_SCREEN)
+
+
+def test_search_works_offline(browser, site_url, site):
+    browser.get(f"{site_url}/search.html?q=randomized+response")
+    results = WebDriverWait(browser, 30).until(
+        lambda b: b.find_elements(By.CSS_SELECTOR, "#search-results ul.search li"))
+    links = [r.find_element(By.TAG_NAME, "a").get_attribute("href") for r in results]
+    assert any("01_randomized_response" in link for link in links), links
+    browser.save_screenshot(str(SHOTS / "search.png"))

@@ -1,0 +1,240 @@
+"""Membership-inference experiments end to end: train targets and shadows, attack, audit.
+
+The chapter on membership inference and ``benchmarks/mia.py`` run the same experiment, so it
+lives here once.
+
+* :func:`train_population` trains ``n_targets`` target models, each on a uniformly random half
+  of a data pool, and ``n_shadows`` shadow models on a *balanced* design (every example in
+  exactly half of them), all in one call of the batched trainer (same algorithm as
+  :func:`dplib.training.train`: DP-SGD at ``epsilon``, or non-private when ``epsilon`` is None).
+  Target and shadow memberships are drawn independently, so the shadows say nothing about the
+  targets' membership beyond what the models themselves reveal.
+* :func:`run_attacks` scores every (target model, example) pair with each attack: the loss
+  threshold (Yeom et al. 2018), the shadow-model classifier (Shokri et al. 2017) and LiRA online
+  / offline, with per-example or fixed variance (Carlini et al. 2022). It returns the scores and
+  the true membership, pooled over the targets.
+* :func:`canary_audit` is a proper audit in the sense of :mod:`dplib.attacks.audit`: the SAME
+  training set D with and without one planted canary record, many independent training runs of
+  each, the canary's score in every run as one i.i.d. trial (Jagielski et al. 2020; Nasr et al.
+  2021), turned into an ε lower bound with Clopper–Pearson confidence by
+  :func:`dplib.attacks.audit.audit_from_samples`.
+
+A caveat on pooling. The (target, example) pairs of :func:`run_attacks` share a handful of
+target models, so they are not independent trials: a Clopper–Pearson bound computed from them
+(``population_epsilon_lower_bound``) has only nominal confidence. Each pair still satisfies the
+DP inequality TPR ≤ e^ε·FPR + δ in expectation, so the pooled rates are fair estimates; only the
+width of the interval is optimistic. The canary audit has no such caveat.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .._validate import as_generator, check_int, check_positive, check_probability
+from .lira import lira_offline, lira_online
+from .roc import check_membership_labels, check_scores
+from .scores import score_examples
+from .shadow import ShadowModelAttack, membership_masks, train_models_batched
+
+__all__ = ["Population", "train_population", "run_attacks", "ATTACKS",
+           "population_epsilon_lower_bound", "CanaryAudit", "canary_audit", "digits_pool",
+           "mia_model", "MIA_RECIPE"]
+
+#: The training recipe of the membership-inference chapter and benchmark: DP-Adam with Poisson
+#: rate q = 0.1 for 20 epochs (200 steps on 898 records), lr 0.02, clipping norm C = 1,
+#: δ = 1e-5; the non-private runs use the same recipe without clipping and noise.
+MIA_RECIPE = dict(sample_rate=0.1, lr=0.02, optimizer="adam", epochs=20, max_grad_norm=1.0,
+                  delta=1e-5)
+
+
+def mia_model(seed: int):
+    """The chapter's target/shadow architecture: the book's MLP 64 → 64 (tanh) → 10."""
+    from ..training import make_mlp
+    return make_mlp(64, 10, (64,), seed=seed)
+
+
+def digits_pool(size: int | None = None, *, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The data pool: all 1,797 digits of :func:`dplib.datasets.load_digits` (train, val and
+    test splits joined, standardised), or a seeded random subset of ``size`` of them."""
+    from ..datasets import load_digits
+    d = load_digits(seed=0)
+    x = torch.cat([d[k][0] for k in ("train", "val", "test")])
+    y = torch.cat([d[k][1] for k in ("train", "val", "test")])
+    if size is not None:
+        size = check_int("size", size, low=2)
+        if size > x.shape[0]:
+            raise ValueError(f"size must be at most {x.shape[0]}, got {size}")
+        idx = torch.from_numpy(np.sort(as_generator(seed).permutation(x.shape[0])[:size]))
+        x, y = x[idx], y[idx]
+    return x, y
+
+#: The attacks of :func:`run_attacks`, weakest first (the order of the chapter).
+ATTACKS = ("loss", "shadow", "lira_offline", "lira_offline_fixed", "lira_online",
+           "lira_online_fixed")
+
+
+@dataclass
+class Population:
+    """Targets and shadows trained on one pool: ``logits`` [T + S, N, C] (targets first),
+    ``masks`` [T + S, N], ``n_targets``; the privacy parameters of the run; per-model train and
+    held-out accuracy."""
+    logits: torch.Tensor
+    labels: np.ndarray
+    masks: np.ndarray
+    n_targets: int
+    epsilon: float
+    noise_multiplier: float
+    delta: float
+    train_accuracy: np.ndarray
+    test_accuracy: np.ndarray
+
+    @property
+    def n_shadows(self) -> int:
+        return self.masks.shape[0] - self.n_targets
+
+
+def train_population(X, y, *, model_fn: Callable[[int], torch.nn.Module], n_targets: int,
+                     n_shadows: int, epsilon: float | None = None, seed: int = 0,
+                     device=None, **train_kwargs) -> Population:
+    """Train ``n_targets`` targets (independent random halves of the pool (X, y)) and
+    ``n_shadows`` shadows (balanced halves) in one batched call.
+
+    ``model_fn(seed)`` builds one freshly initialised model. ``epsilon=None`` trains without
+    privacy (σ = 0, no clipping); otherwise DP-SGD calibrated to ``epsilon`` at ``train_kwargs
+    ['delta']`` (default 1e-5). ``train_kwargs`` are those of :func:`dplib.training.train`
+    (sample_rate, lr, epochs, optimizer, max_grad_norm, ...).
+    """
+    t = check_int("n_targets", n_targets)
+    s = check_int("n_shadows", n_shadows, low=2)
+    seed = check_int("seed", seed, low=0)
+    x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).float()
+    yy = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y).long()
+    n = x.shape[0]
+    gen = np.random.default_rng(seed)
+    masks = np.vstack([membership_masks(t, n, rng=gen, design="fixed"),
+                       membership_masks(s, n, rng=gen, design="balanced")])
+    models = [model_fn(10_000 * seed + m) for m in range(t + s)]
+    kw = dict(train_kwargs)
+    if epsilon is None:
+        kw.update(noise_multiplier=0.0, max_grad_norm=math.inf)
+    else:
+        kw.update(target_epsilon=check_positive("epsilon", epsilon))
+    bm = train_models_batched(models, x, yy, masks, seeds=[10_000 * seed + m
+                                                           for m in range(t + s)],
+                              device=device, **kw)
+    logits = bm.logits(x)
+    correct = (logits.argmax(-1) == yy).numpy()
+    return Population(logits=logits, labels=yy.numpy(), masks=masks, n_targets=t,
+                      epsilon=bm.epsilon, noise_multiplier=bm.noise_multiplier, delta=bm.delta,
+                      train_accuracy=np.array([c[m].mean() for c, m in zip(correct, masks)]),
+                      test_accuracy=np.array([c[~m].mean() for c, m in zip(correct, masks)]))
+
+
+def run_attacks(pop: Population, attacks=ATTACKS, *, shadow_classifier: str = "logistic",
+                n_attack_shadows: int | None = None, seed: int = 0) -> tuple[dict, np.ndarray]:
+    """Score every (target, example) pair with each attack; returns ``(scores, membership)``.
+
+    ``scores[name]`` is a float array [T·N] (targets concatenated) and ``membership`` the
+    matching booleans. Larger scores mean "member" for every attack. The shadow-model classifier
+    is trained on the first ``n_attack_shadows`` shadows (default: all of them).
+    """
+    unknown = [a for a in attacks if a not in ATTACKS]
+    if unknown:
+        raise ValueError(f"attacks must be among {list(ATTACKS)}, got {unknown}")
+    T = pop.n_targets
+    y = pop.labels
+    tgt_logits, sh_logits = pop.logits[:T], pop.logits[T:]
+    sh_in = pop.masks[T:]
+    out = {}
+    phi = None
+    if any(a.startswith("lira") for a in attacks):
+        phi = score_examples(pop.logits, y[None, :], "logit")
+    for a in attacks:
+        if a == "loss":
+            out[a] = score_examples(tgt_logits, y[None, :], "loss")
+        elif a == "shadow":
+            k = pop.n_shadows if n_attack_shadows is None else check_int("n_attack_shadows",
+                                                                         n_attack_shadows)
+            att = ShadowModelAttack(classifier=shadow_classifier, seed=seed)
+            att.fit(sh_logits[:k], y, sh_in[:k])
+            out[a] = att.score(tgt_logits, y)
+        else:
+            fn = lira_online if a.startswith("lira_online") else lira_offline
+            out[a] = fn(phi[:T], phi[T:], sh_in, fixed_variance=a.endswith("_fixed"))
+    return {k: np.asarray(v, dtype=np.float64).reshape(-1) for k, v in out.items()}, \
+        pop.masks[:T].reshape(-1)
+
+
+def population_epsilon_lower_bound(scores, membership, *, delta: float = 0.0,
+                                   confidence: float = 0.95, rng=0):
+    """ε lower bound from pooled (target, example) trials via
+    :func:`dplib.attacks.audit.audit_from_samples` (threshold chosen on a random half of the
+    members and non-members, counted on the other half).
+
+    NOMINAL confidence only: the trials share target models (module docstring). Returns the
+    :class:`~dplib.attacks.audit.AuditResult`.
+    """
+    from .audit import audit_from_samples
+    lab = check_membership_labels(membership, name="membership")
+    s = check_scores(scores, lab.size)
+    gen = as_generator(rng)
+    return audit_from_samples(gen.permutation(s[lab]), gen.permutation(s[~lab]), delta=delta,
+                              confidence=confidence)
+
+
+@dataclass
+class CanaryAudit:
+    """Outcome of :func:`canary_audit`: the audit, the canary's scores in the runs with it
+    (``scores_in``) and without it (``scores_out``), and the accountant's ε of the training
+    recipe (∞ without privacy)."""
+    audit: object
+    scores_in: np.ndarray
+    scores_out: np.ndarray
+    epsilon: float
+    delta: float
+
+
+def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
+                 model_fn: Callable[[int], torch.nn.Module], epsilon: float | None = None,
+                 confidence: float = 0.95, seed: int = 0, device=None,
+                 **train_kwargs) -> CanaryAudit:
+    """Audit a training recipe on the neighbouring pair D = (X, y) and D' = D ∪ {canary}.
+
+    Trains ``runs`` models on D' and ``runs`` on D (all in one batched call; every model has its
+    own initialisation, batches and noise), scores the canary in each by its logit-scaled
+    confidence, and returns :func:`~dplib.attacks.audit.audit_from_samples` on the two samples
+    (δ = the recipe's δ). Each run is an independent trial of the mechanism on a fixed pair of
+    neighbours, exactly the setting of the Clopper–Pearson audit (Jagielski et al. 2020, Alg. 2).
+    """
+    r = check_int("runs", runs, low=4)
+    seed = check_int("seed", seed, low=0)
+    check_probability("confidence", confidence, low_open=True, high_open=True)
+    x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).float()
+    yy = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y).long()
+    cx = torch.as_tensor(np.asarray(canary_x) if not isinstance(canary_x, torch.Tensor)
+                         else canary_x).float().reshape(1, *x.shape[1:])
+    cy = check_int("canary_y", canary_y, low=0)
+    pool_x = torch.cat([x, cx])
+    pool_y = torch.cat([yy, torch.tensor([cy])])
+    n = x.shape[0]
+    masks = np.ones((2 * r, n + 1), dtype=bool)
+    masks[r:, n] = False                      # runs r..2r-1: without the canary
+    models = [model_fn(10_000 * seed + m) for m in range(2 * r)]
+    kw = dict(train_kwargs)
+    if epsilon is None:
+        kw.update(noise_multiplier=0.0, max_grad_norm=math.inf)
+    else:
+        kw.update(target_epsilon=check_positive("epsilon", epsilon))
+    bm = train_models_batched(models, pool_x, pool_y, masks,
+                              seeds=[10_000 * seed + m for m in range(2 * r)], device=device,
+                              **kw)
+    logits = bm.logits(cx)[:, 0, :]
+    phi = score_examples(logits, np.full(2 * r, cy), "logit")
+    from .audit import audit_from_samples
+    res = audit_from_samples(phi[:r], phi[r:], delta=bm.delta, confidence=confidence)
+    return CanaryAudit(audit=res, scores_in=phi[:r], scores_out=phi[r:], epsilon=bm.epsilon,
+                       delta=bm.delta)

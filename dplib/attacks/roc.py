@@ -1,0 +1,181 @@
+"""How good is a membership-inference attack? ROC curves, AUC, and TPR at a fixed low FPR.
+
+An attack outputs a score per example, larger meaning "more likely a member". Thresholding at
+``t`` ("member iff score >= t") gives a true-positive rate (members caught) and a false-positive
+rate (non-members accused); sweeping ``t`` traces the ROC curve.
+
+Carlini et al. (2022, Sec. III) argue that the area under the curve and the balanced accuracy
+average over thresholds where the attack is useless: an attack that identifies 1% of the members
+with no false positives is a serious leak even if its AUC is 0.51. They report the TPR at a low
+FPR (0.1%, 0.001%) and plot ROC curves on log-log axes, where this regime is visible. This module
+computes both.
+
+Conventions (the same as scikit-learn's ``roc_curve(..., drop_intermediate=False)``, which the
+tests use as the oracle): the thresholds are the distinct scores in decreasing order, preceded by
+``+inf`` (the point (0, 0)); tied scores move together, so a tie produces one diagonal segment.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import check_probability
+
+__all__ = ["roc_curve", "roc_auc", "tpr_at_fpr", "attack_summary", "plot_roc", "dp_tpr_bound",
+           "check_membership_labels", "check_scores"]
+
+
+def check_membership_labels(labels, *, name: str = "labels") -> np.ndarray:
+    """A 1-D array of 0/1 membership labels containing both classes, as bool."""
+    arr = np.asarray(labels)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of 0/1, got shape {arr.shape}")
+    if arr.dtype != bool:
+        if not np.issubdtype(arr.dtype, np.number) or not np.all(np.isin(arr, (0, 1))):
+            raise ValueError(f"{name} must hold only 0/1 (non-member/member) or booleans")
+        arr = arr.astype(bool)
+    if arr.all() or not arr.any():
+        raise ValueError(f"{name} must contain both members (1) and non-members (0), got "
+                         f"{int(arr.sum())} members out of {arr.size}")
+    return arr
+
+
+def check_scores(scores, n: int | None = None, *, name: str = "scores") -> np.ndarray:
+    """A 1-D float array of scores without NaN (±inf allowed: a certain decision)."""
+    if hasattr(scores, "detach"):
+        scores = scores.detach().cpu().double().numpy()
+    arr = np.asarray(scores)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be real numbers, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name} must have one entry per label ({n}), got {arr.size}")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must not contain NaN (position {int(np.argmax(np.isnan(arr)))})")
+    return arr
+
+
+def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ROC curve ``(fpr, tpr, thresholds)`` of the rule "member iff score >= threshold".
+
+    ``thresholds`` are the distinct scores in decreasing order after a leading ``+inf``; point
+    ``k`` counts the examples with score ``>= thresholds[k]``. Equal to scikit-learn's
+    ``roc_curve(labels, scores, drop_intermediate=False)``. O(n log n), no loop over examples.
+    """
+    y = check_membership_labels(labels)
+    s = check_scores(scores, y.size)
+    order = np.argsort(-s, kind="mergesort")
+    s_sorted, y_sorted = s[order], y[order]
+    # the last index of every run of tied scores: where the threshold can sit
+    last_of_run = np.r_[np.flatnonzero(np.diff(s_sorted) != 0), s_sorted.size - 1]
+    tp = np.cumsum(y_sorted)[last_of_run]
+    fp = (last_of_run + 1) - tp
+    tpr = np.r_[0.0, tp / y.sum()]
+    fpr = np.r_[0.0, fp / (~y).sum()]
+    thresholds = np.r_[np.inf, s_sorted[last_of_run]]
+    return fpr, tpr, thresholds
+
+
+def roc_auc(scores, labels) -> float:
+    """Area under the ROC curve by the trapezoidal rule (ties count one half).
+
+    It equals the Mann–Whitney probability ``P(S_member > S_non) + P(S_member = S_non)/2`` and
+    scikit-learn's ``roc_auc_score``.
+    """
+    fpr, tpr, _ = roc_curve(scores, labels)
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+
+
+def tpr_at_fpr(scores, labels, fpr) -> float | np.ndarray:
+    """The largest TPR among ROC points whose FPR is at most ``fpr`` (no interpolation).
+
+    This is the statistic of Carlini et al. (2022, Table 1): a threshold chosen so that at most a
+    fraction ``fpr`` of the non-members are accused. With ``m`` non-members an FPR below ``1/m``
+    can only be met by accusing no non-member at all, so quote TPR@0.1% only when ``m`` is well
+    above 1000. ``fpr`` may be an array (the result has its shape).
+    """
+    target = np.asarray(fpr, dtype=float)
+    for value in target.ravel():
+        check_probability("fpr", float(value))
+    f, t, _ = roc_curve(scores, labels)
+    idx = np.searchsorted(f, target, side="right") - 1     # f is non-decreasing, f[0] = 0
+    out = t[idx]
+    return float(out) if out.ndim == 0 else out
+
+
+def attack_summary(scores, labels, fprs=(1e-3, 1e-2)) -> dict:
+    """AUC, TPR at each FPR in ``fprs``, the membership advantage ``max(TPR - FPR)`` (Yeom et
+    al. 2018, Def. 4) and the best balanced accuracy ``(1 + advantage)/2``.
+
+    Keys: ``"auc"``, ``"advantage"``, ``"accuracy"``, ``"tpr@<fpr>"`` (e.g. ``"tpr@0.001"``),
+    ``"members"``, ``"non_members"``.
+    """
+    y = check_membership_labels(labels)
+    f, t, _ = roc_curve(scores, y)
+    adv = float(np.max(t - f))
+    out = {"auc": float(np.sum(np.diff(f) * (t[1:] + t[:-1]) / 2)), "advantage": adv,
+           "accuracy": (1 + adv) / 2, "members": int(y.sum()), "non_members": int((~y).sum())}
+    for a in fprs:
+        out[f"tpr@{a:g}"] = float(t[np.searchsorted(f, check_probability("fprs", a),
+                                                    side="right") - 1])
+    return out
+
+
+def dp_tpr_bound(fpr, epsilon: float, delta: float = 0.0) -> np.ndarray | float:
+    """The largest TPR any test can reach at a given FPR against an (ε, δ)-DP mechanism.
+
+    Kairouz, Oh & Viswanath (2015, Theorem 2.1): a mechanism is (ε, δ)-DP iff every test of
+    "D" against "D'" (here: member against non-member) has
+
+        TPR ≤ e^ε · FPR + δ   and   1 − FPR ≤ e^ε · (1 − TPR) + δ ,
+
+    the second being the first for the complementary test with the roles of D and D' swapped.
+    So TPR ≤ min(e^ε·FPR + δ, 1 − e^{−ε}(1 − δ − FPR)), capped at 1; ``epsilon=inf`` gives 1.
+    Vectorised over ``fpr``.
+    """
+    f = np.asarray(fpr, dtype=float)
+    if np.isnan(f).any() or (f < 0).any() or (f > 1).any():
+        raise ValueError(f"fpr must be in [0, 1], got {fpr!r}")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating,
+                                                             np.integer)) or \
+            np.isnan(epsilon) or epsilon < 0:
+        raise ValueError(f"epsilon must be in [0, inf], got {epsilon!r}")
+    d = check_probability("delta", delta, high_open=True)
+    if np.isinf(epsilon):
+        out = np.ones_like(f)
+    else:
+        e = float(np.exp(epsilon))
+        out = np.minimum(np.minimum(e * f + d, 1.0 - (1.0 - d - f) / e), 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def plot_roc(ax, scores, labels, *, label: str | None = None, log: bool = True,
+             diagonal: bool = True, **plot_kwargs):
+    """Draw the ROC curve on ``ax`` (log-log by default) and return the line.
+
+    On log axes a point with FPR = 0 cannot be drawn: the curve starts at the first non-zero
+    FPR, TPRs of 0 are drawn at the floor, and both axes start at ``1/m`` (m non-members), the
+    smallest FPR these data can resolve (the smallest over repeated calls on the same axes).
+    ``diagonal=True`` adds the chance line TPR = FPR once per axes.
+    """
+    y = check_membership_labels(labels)
+    f, t, _ = roc_curve(scores, y)
+    floor = min(1.0 / (~y).sum(), getattr(ax, "_dpbook_floor", 1.0))
+    ax._dpbook_floor = floor
+    if log:
+        keep = f > 0
+        f, t = f[keep], np.maximum(t[keep], floor)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    (line,) = ax.plot(f, t, label=label, **plot_kwargs)
+    if diagonal and not getattr(ax, "_dpbook_diagonal", False):
+        grid = np.geomspace(floor, 1, 50) if log else np.array([0.0, 1.0])
+        ax.plot(grid, grid, ls=":", color="#999999", lw=1, label="chance (TPR = FPR)")
+        ax._dpbook_diagonal = True
+    if log:
+        ax.set_xlim(floor, 1.0)
+        ax.set_ylim(floor, 1.0)
+    ax.set_xlabel("false-positive rate")
+    ax.set_ylabel("true-positive rate")
+    return line

@@ -1,0 +1,602 @@
+"""Shadow models: many small models trained at once, and the attack of Shokri et al. (2017).
+
+A membership-inference adversary who can train models like the target learns what "member" and
+"non-member" outputs look like by training *shadow models* on data whose membership it controls
+(Shokri, Stronati, Song & Shmatikov 2017, Sec. IV-C and Fig. 1). Every strong attack in this
+package needs many of them, so training them must be cheap.
+
+Batched training
+----------------
+:func:`train_models_batched` trains M models of the same architecture *at once*: their
+parameters are stacked along a new leading dimension (``torch.func.stack_module_state``) and one
+``torch.func.vmap`` call computes all M gradients per step, on the GPU when there is one. It is
+the batched twin of :func:`dplib.training.train`: model m follows **exactly** the algorithm
+``train(models[m], (X[masks[m]], y[masks[m]]), ..., seed=seeds[m])`` runs — the same Poisson
+batches (:func:`dplib.samplers.poisson_batches` seeded with ``seeds[m]``), per-example clipping
+to C, Gaussian noise N(0, σ²C²) from a CPU ``torch.Generator`` seeded with ``seeds[m]`` and drawn
+parameter by parameter in the same order, division by the expected batch size q·n_m, and the
+same optimiser update (``torch.optim.SGD`` with momentum/weight decay, or ``Adam``). The unit
+tests check that the two give the same models for the same seeds, to float round-off (which
+the training dynamics can amplify: after 200 unclipped Adam steps the parameters of
+``benchmarks/mia.py`` differ by up to ~1e-4, with clipping by ~1e-6), so
+shadow models trained here are trained like targets trained with ``train``: with DP-SGD at the
+target's ε, or non-privately (σ = 0, C = ∞).
+
+Models of one call differ in their initial parameters (the modules passed in), their training
+subsets (rows of ``masks``, possibly of different sizes: Poisson batches of different sizes are
+padded with zero-weight entries), and their seeds.
+
+The shadow-model attack
+-----------------------
+:class:`ShadowModelAttack` follows the seed lecture and Shokri et al. (2017, Sec. IV-C/D): for
+every shadow model i, each example of its training set contributes a row
+(y, f_i(x), "in") and each example of its held-out set a row (y, f_i(x), "out") to the attack
+training set; one binary classifier per class label y is trained on these rows and then applied
+to the target model's outputs. As features we use the log-probability vector log f(x) (a
+monotone, lossless transform of the probability vector that does not saturate at 1 in floating
+point); the attack classifier is a small neural network (``"mlp"``, as in the paper) or a
+logistic regression (``"logistic"``).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, grad, stack_module_state, vmap
+
+from .._validate import (as_generator, check_choice, check_int, check_positive,
+                         check_probability, check_real)
+
+__all__ = ["membership_masks", "BatchedModels", "train_models_batched",
+           "train_models_sequential", "ShadowModelAttack"]
+
+
+# ---------------------------------------------------------------------------------------------
+# who is in which model's training set
+# ---------------------------------------------------------------------------------------------
+
+def membership_masks(n_models: int, n_examples: int, *, rng, fraction: float = 0.5,
+                     design: str = "fixed") -> np.ndarray:
+    """Boolean matrix ``[n_models, n_examples]``: entry (m, i) says example i trains model m.
+
+    * ``design="fixed"``: every model gets a uniformly random subset of exactly
+      ``round(fraction · n_examples)`` examples, independently of the other models;
+    * ``design="balanced"``: every example is in exactly ``round(fraction · n_models)`` models
+      (the design of Carlini et al.'s reference code: argsort of uniform keys per example);
+      training-set sizes then vary around ``fraction · n_examples``.
+    """
+    m = check_int("n_models", n_models)
+    n = check_int("n_examples", n_examples, low=2)
+    frac = check_probability("fraction", fraction, low_open=True, high_open=True)
+    check_choice("design", design, ("fixed", "balanced"))
+    gen = as_generator(rng)
+    if design == "fixed":
+        k = int(round(frac * n))
+        if not 1 <= k < n:
+            raise ValueError(f"fraction={frac} gives {k} training examples out of {n}; "
+                             "need at least 1 in and 1 out")
+        ranks = np.argsort(gen.random((m, n)), axis=1).argsort(axis=1)
+        return ranks < k
+    k = int(round(frac * m))
+    if not 1 <= k < m:
+        raise ValueError(f"design='balanced' with fraction={frac} puts every example in {k} of "
+                         f"{m} models; need 1 <= {k} < n_models (use more models)")
+    ranks = np.argsort(gen.random((m, n)), axis=0).argsort(axis=0)
+    return ranks < k
+
+
+def _check_masks(masks, n_models: int, n_examples: int) -> np.ndarray:
+    arr = np.asarray(masks.cpu() if hasattr(masks, "cpu") else masks)
+    if arr.dtype != bool:
+        if not np.issubdtype(arr.dtype, np.number) or not np.isin(arr, (0, 1)).all():
+            raise ValueError("masks must be a boolean (or 0/1) matrix [models, examples]")
+        arr = arr.astype(bool)
+    if arr.shape != (n_models, n_examples):
+        raise ValueError(f"masks must have shape (models, examples) = ({n_models}, "
+                         f"{n_examples}), got {arr.shape}")
+    empty = np.flatnonzero(arr.sum(1) == 0)
+    if empty.size:
+        raise ValueError(f"masks gives model {int(empty[0])} an empty training set")
+    return arr
+
+
+# ---------------------------------------------------------------------------------------------
+# a stack of trained models
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class BatchedModels:
+    """M models of one architecture, their parameters stacked along dimension 0.
+
+    ``params``/``buffers``: dicts of tensors ``[M, *shape]`` (on ``device``); ``masks``: the
+    training-set membership ``[M, N]`` over the data passed to the trainer; ``seeds``: each
+    model's batch/noise seed; ``noise_multiplier``, ``sample_rate``, ``steps``, ``delta``,
+    ``epsilon``: the privacy parameters shared by all models (ε = ∞ when σ = 0).
+    """
+    template: nn.Module
+    params: dict
+    buffers: dict
+    masks: np.ndarray
+    seeds: list
+    noise_multiplier: float
+    sample_rate: float
+    steps: int
+    delta: float
+    epsilon: float
+    max_grad_norm: float
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    @property
+    def num_models(self) -> int:
+        return int(next(iter(self.params.values())).shape[0])
+
+    def _base(self) -> nn.Module:
+        return copy.deepcopy(self.template).to("meta")
+
+    @torch.no_grad()
+    def logits(self, X, *, batch_size: int = 4096, models: Sequence[int] | None = None
+               ) -> torch.Tensor:
+        """Outputs of every model (or of ``models``) on ``X``: a CPU tensor ``[M, N, C]``."""
+        bs = check_int("batch_size", batch_size)
+        x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X)
+        if x.is_floating_point():
+            x = x.float()
+        sel = range(self.num_models) if models is None else list(models)
+        idx = torch.as_tensor(list(sel), dtype=torch.long, device=self.device)
+        p = {k: v.index_select(0, idx) for k, v in self.params.items()}
+        b = {k: v.index_select(0, idx) for k, v in self.buffers.items()}
+        base = self._base()
+
+        def run(pp, bb, xx):
+            return functional_call(base, (pp, bb), (xx,))
+        f = vmap(run, in_dims=(0, 0, None))
+        outs = [f(p, b, x[i:i + bs].to(self.device)).cpu() for i in range(0, x.shape[0], bs)]
+        return torch.cat(outs, dim=1)
+
+    def model(self, i: int) -> nn.Module:
+        """Model ``i`` as an ordinary ``nn.Module`` (a copy, on the CPU)."""
+        i = check_int("i", i, low=0)
+        if i >= self.num_models:
+            raise ValueError(f"i must be in [0, {self.num_models - 1}], got {i}")
+        m = copy.deepcopy(self.template).cpu()
+        state = {k: v[i].detach().cpu() for k, v in {**self.params, **self.buffers}.items()}
+        m.load_state_dict(state, strict=False)
+        return m
+
+
+# ---------------------------------------------------------------------------------------------
+# the batched trainer
+# ---------------------------------------------------------------------------------------------
+
+def _default_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits, targets)
+
+
+def _as_xy(X, y) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X)
+    t = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y)
+    if x.shape[0] != t.shape[0] or x.shape[0] == 0:
+        raise ValueError(f"X and y must hold the same positive number of examples, got "
+                         f"{x.shape[0]} and {t.shape[0]}")
+    if x.is_floating_point():
+        x = x.float()
+    if not t.is_floating_point():
+        t = t.long()
+    return x, t
+
+
+def _check_models(models) -> list[nn.Module]:
+    if isinstance(models, nn.Module) or not isinstance(models, (list, tuple)) or not models:
+        raise ValueError("models must be a non-empty list of nn.Module of one architecture")
+    names = [tuple((k, tuple(v.shape)) for k, v in m.state_dict().items()) for m in models]
+    if any(nm != names[0] for nm in names[1:]):
+        raise ValueError("models must all have the same architecture (parameter names and "
+                         "shapes differ)")
+    from ..training import check_dp_compatible
+    for m in models:
+        check_dp_compatible(m)
+    return list(models)
+
+
+def _privacy_setup(q, T, noise_multiplier, target_epsilon, c, delta, accountant):
+    """σ and ε exactly as dplib.training.train computes them."""
+    from ..accounting import calibrate_noise
+    from ..training import make_accountant
+    if (noise_multiplier is None) == (target_epsilon is None):
+        raise ValueError(f"give exactly one of noise_multiplier and target_epsilon, got "
+                         f"noise_multiplier={noise_multiplier!r}, "
+                         f"target_epsilon={target_epsilon!r}")
+    if target_epsilon is not None:
+        if math.isinf(c):
+            raise ValueError("target_epsilon needs a finite max_grad_norm, got inf")
+        sigma = calibrate_noise(check_positive("target_epsilon", target_epsilon), delta, q, T,
+                                accountant)
+    else:
+        sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
+        if math.isinf(c) and sigma > 0:
+            raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
+    if sigma > 0:
+        eps = make_accountant(accountant).step(noise_multiplier=sigma, sample_rate=q,
+                                               num_steps=T).get_epsilon(delta)
+    else:
+        eps = math.inf
+    return sigma, eps
+
+
+def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rate: float,
+                         lr: float, epochs: float | None = None, steps: int | None = None,
+                         noise_multiplier: float | None = None,
+                         target_epsilon: float | None = None, max_grad_norm: float = 1.0,
+                         delta: float = 1e-5, optimizer: str = "sgd", momentum: float = 0.0,
+                         weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                         accountant: str = "rdp", loss_fn: Callable | None = None,
+                         seeds: Sequence[int] | None = None, device=None,
+                         chunk_size: int | None = None) -> BatchedModels:
+    """Train ``len(models)`` models at once; model m trains on ``X[masks[m]]``.
+
+    Same arguments and the same algorithm per model as :func:`dplib.training.train` (see the
+    module docstring); ``seeds[m]`` (default ``m``) plays the role of train's ``seed``. The
+    modules in ``models`` give the initial parameters and are not modified. ``chunk_size``
+    limits how many models are in one vmapped call (memory); ``device`` defaults to
+    :func:`dplib.device.get_device` (the GPU when there is one).
+
+    Returns a :class:`BatchedModels`. Cost per step: one batched forward/backward for all M
+    models — one vmapped per-example gradient when clipping (C < ∞), one vmapped ordinary
+    gradient otherwise — plus drawing the noise.
+    """
+    from ..device import get_device
+    from ..samplers import poisson_batches
+    from ..training import steps_for_epochs
+    from ..accounting._base import check_delta
+    from ..training.grads import check_max_grad_norm, clip_factors
+
+    models = _check_models(models)
+    M = len(models)
+    x_all, y_all = _as_xy(X, y)
+    N = x_all.shape[0]
+    mk = _check_masks(masks, M, N)
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    lr = check_positive("lr", lr)
+    c = check_max_grad_norm(max_grad_norm)
+    d = check_delta(delta)
+    check_choice("optimizer", optimizer, ("sgd", "adam"))
+    check_choice("accountant", accountant, ("rdp", "pld"))
+    mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
+    wd = check_real("weight_decay", weight_decay, low=0.0, low_open=False)
+    if (epochs is None) == (steps is None):
+        raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
+                         f"steps={steps!r}")
+    T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
+    seeds = list(range(M)) if seeds is None else [check_int("seeds", s, low=0) for s in seeds]
+    if len(seeds) != M:
+        raise ValueError(f"seeds must have one entry per model ({M}), got {len(seeds)}")
+    if chunk_size is not None:
+        chunk_size = check_int("chunk_size", chunk_size)
+    sigma, eps = _privacy_setup(q, T, noise_multiplier, target_epsilon, c, d, accountant)
+    loss = _default_loss if loss_fn is None else loss_fn
+    dev = torch.device(get_device() if device is None else device)
+
+    template = copy.deepcopy(models[0]).cpu()
+    trainable = [k for k, p in template.named_parameters() if p.requires_grad]
+    params_all, buffers = stack_module_state([copy.deepcopy(m).cpu() for m in models])
+    params = {k: params_all[k].detach().to(dev) for k in trainable}
+    frozen = {k: v.detach().to(dev) for k, v in params_all.items() if k not in params}
+    buffers = {**{k: v.to(dev) for k, v in buffers.items()}, **frozen}
+    base = copy.deepcopy(template).to("meta")
+    x_dev, y_dev = x_all.to(dev), y_all.to(dev)
+
+    # per-model data: global indices of the training set, and train's Poisson batches
+    members = [np.flatnonzero(row) for row in mk]
+    n_m = np.array([len(ix) for ix in members])
+    batches = [poisson_batches(int(n), q, T, rng=np.random.default_rng(s))
+               for n, s in zip(n_m, seeds)]
+    denom = torch.as_tensor(q * n_m, dtype=torch.float32, device=dev)
+    private = sigma > 0
+    std = sigma * c if private else 0.0
+    gens = [torch.Generator(device="cpu").manual_seed(s) for s in seeds]
+
+    def one_loss(p, b, xi, yi):
+        return loss(functional_call(base, (p, b), (xi.unsqueeze(0),)), yi.unsqueeze(0))
+
+    def clipped_sum(p, b, xb, yb, wb):        # one model: Σ_i w_i min(1, C/‖g_i‖) g_i
+        g = vmap(grad(one_loss), in_dims=(None, None, 0, 0))(p, b, xb, yb)
+        sq = sum(v.reshape(v.shape[0], -1).pow(2).sum(1) for v in g.values())
+        f = clip_factors(sq.sqrt(), c) * wb
+        return {k: torch.tensordot(f, v, dims=1) for k, v in g.items()}
+
+    def plain_sum(p, b, xb, yb, wb):           # one model: ∇ Σ_i w_i ℓ_i (C = ∞)
+        def total(pp):
+            out = functional_call(base, (pp, b), (xb,))
+            li = vmap(lambda o, t: loss(o.unsqueeze(0), t.unsqueeze(0)))(out, yb)
+            return (li * wb).sum()
+        return grad(total)(p)
+
+    layers = _linear_stack(template) if not buffers else None
+    if layers is not None:                     # Linear layers only: per-example norms by einsum
+        def step_fn(p, b, xb, yb, wb):
+            return _linear_stack_step(layers, p, xb, yb, wb, c, loss, chunk_size)
+    else:
+        step_fn = vmap(clipped_sum if math.isfinite(c) else plain_sum, chunk_size=chunk_size)
+    state = {k: {} for k in params}
+    for t in range(T):
+        sizes = [len(batches[m][t]) for m in range(M)]
+        bmax = max(sizes)
+        if bmax > 0:
+            idx = np.zeros((M, bmax), dtype=np.int64)
+            w = np.zeros((M, bmax), dtype=np.float32)
+            for m in range(M):
+                idx[m, :sizes[m]] = members[m][batches[m][t]]
+                w[m, :sizes[m]] = 1.0
+            ii = torch.from_numpy(idx).to(dev)
+            total = step_fn(params, buffers, x_dev[ii], y_dev[ii], torch.from_numpy(w).to(dev))
+        else:
+            total = {k: torch.zeros_like(v) for k, v in params.items()}
+        with torch.no_grad():
+            for k, p in params.items():
+                g = total[k]
+                if private:
+                    z = torch.stack([torch.randn(p.shape[1:], generator=gens[m],
+                                                 dtype=p.dtype) for m in range(M)])
+                    g = g + std * z.to(dev)
+                g = g / denom.view(-1, *([1] * (g.dim() - 1)))
+                _update(p, g, state[k], optimizer, lr, mom, wd, betas, t + 1)
+    return BatchedModels(template=template, params=params, buffers=buffers, masks=mk,
+                         seeds=seeds, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
+                         epsilon=eps, max_grad_norm=c, device=dev)
+
+
+_ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.Sigmoid, nn.GELU, nn.ELU, nn.LeakyReLU, nn.SiLU,
+                nn.Softplus, nn.Identity)
+
+
+def _linear_stack(model: nn.Module):
+    """The layers of ``model`` if it is an ``nn.Sequential`` of Flatten, Linear and parameter-free
+    elementwise activations (the book's MLP and logistic regression), else None."""
+    if not isinstance(model, nn.Sequential):
+        return None
+    layers = list(model.named_children())
+    for _, mod in layers:
+        if isinstance(mod, nn.Linear):
+            if not all(p.requires_grad for p in mod.parameters()):
+                return None
+        elif not isinstance(mod, (nn.Flatten, *_ELEMENTWISE)):
+            return None
+    return layers if any(isinstance(m, nn.Linear) for _, m in layers) else None
+
+
+def _linear_stack_step(layers, params, xb, yb, wb, c, loss, chunk_size):
+    """Σ_i w_i · min(1, C/‖g_i‖) · g_i for every model at once, without per-example gradients.
+
+    For a Linear layer z = W a + b applied to one vector a per example, the per-example gradient
+    of W is the outer product (∂ℓ_i/∂z_i) a_iᵀ, so ‖∇_W ℓ_i‖² = ‖∂ℓ_i/∂z_i‖² ‖a_i‖² and
+    ‖∇_b ℓ_i‖² = ‖∂ℓ_i/∂z_i‖² (the "ghost norm" identity of Goodfellow 2015 and Li et al. 2022).
+    One backward pass gives ∂ℓ_i/∂z_i for all layers, models and examples; the clipped sum is
+    then a batched matrix product. Same value as the per-example (vmap) computation; tested.
+    """
+    M = wb.shape[0]
+    step = M if chunk_size is None else chunk_size
+    parts = []
+    for s0 in range(0, M, step):
+        sl = slice(s0, s0 + step)
+        p = {k: v[sl].detach().requires_grad_(True) for k, v in params.items()}
+        h, acts = xb[sl], []
+        for name, mod in layers:
+            if isinstance(mod, nn.Linear):
+                if h.dim() != 3:
+                    raise ValueError("a Linear layer of this model sees more than one vector "
+                                     "per example; the batched trainer supports MLPs on "
+                                     "flattened inputs")
+                z = torch.matmul(h, p[f"{name}.weight"].transpose(1, 2))
+                if mod.bias is not None:
+                    z = z + p[f"{name}.bias"][:, None, :]
+                acts.append((name, mod.bias is not None, h.detach(), z))
+                h = z
+            elif isinstance(mod, nn.Flatten):
+                h = h.reshape(h.shape[0], h.shape[1], -1)
+            else:
+                h = mod(h)
+        flat = h.reshape(-1, h.shape[-1])
+        per_ex = vmap(lambda o, t: loss(o.unsqueeze(0), t.unsqueeze(0)))(flat,
+                                                                         yb[sl].reshape(-1))
+        dz = torch.autograd.grad(per_ex.sum(), [a[3] for a in acts])
+        if math.isfinite(c):
+            sq = sum(g.pow(2).sum(-1) * (a.pow(2).sum(-1) + (1.0 if has_b else 0.0))
+                     for (_, has_b, a, _), g in zip(acts, dz))
+            from ..training.grads import clip_factors
+            f = clip_factors(sq.sqrt(), c) * wb[sl]
+        else:
+            f = wb[sl]
+        out = {}
+        for (name, has_b, a, _), g in zip(acts, dz):
+            gf = g * f[..., None]
+            out[f"{name}.weight"] = torch.matmul(gf.transpose(1, 2), a)
+            if has_b:
+                out[f"{name}.bias"] = gf.sum(1)
+        parts.append(out)
+    return {k: torch.cat([o[k] for o in parts]) for k in parts[0]}
+
+
+@torch.no_grad()
+def _update(p, g, st, optimizer, lr, mom, wd, betas, step):
+    """One step of torch.optim.SGD / Adam (default options) on stacked parameters, in place.
+
+    SGD (PyTorch docs, torch.optim.SGD): g ← g + wd·p; b ← g at the first step, else
+    b ← mom·b + g; p ← p − lr·b. Adam (Kingma & Ba 2015, Alg. 1, as torch.optim.Adam):
+    g ← g + wd·p; m ← β₁m + (1−β₁)g; v ← β₂v + (1−β₂)g²;
+    p ← p − lr/(1−β₁^t) · m / (√v/√(1−β₂^t) + 1e-8).
+    """
+    if wd:
+        g = g + wd * p
+    if optimizer == "sgd":
+        if mom:
+            if "buf" not in st:
+                st["buf"] = g.clone()
+            else:
+                st["buf"].mul_(mom).add_(g)
+            g = st["buf"]
+        p.add_(g, alpha=-lr)
+        return
+    b1, b2 = betas
+    if "m" not in st:
+        st["m"], st["v"] = torch.zeros_like(p), torch.zeros_like(p)
+    st["m"].lerp_(g, 1 - b1)
+    st["v"].mul_(b2).addcmul_(g, g, value=1 - b2)
+    bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
+    denom = (st["v"].sqrt() / math.sqrt(bc2)).add_(1e-8)
+    p.addcdiv_(st["m"], denom, value=-lr / bc1)
+
+
+def train_models_sequential(models: Sequence[nn.Module], X, y, masks, *,
+                            seeds: Sequence[int] | None = None, device=None,
+                            **train_kwargs) -> BatchedModels:
+    """The one-at-a-time reference: :func:`dplib.training.train` on each model in turn.
+
+    Same arguments as :func:`train_models_batched` (``train_kwargs`` go to ``train``); the
+    models passed in are copied, not modified. Used by the tests (the batched trainer must
+    agree with it) and by ``benchmarks/mia.py`` (the speed-up).
+    """
+    from ..device import get_device
+    from ..training import train
+    models = _check_models(models)
+    x_all, y_all = _as_xy(X, y)
+    mk = _check_masks(masks, len(models), x_all.shape[0])
+    seeds = list(range(len(models))) if seeds is None else list(seeds)
+    if len(seeds) != len(models):
+        raise ValueError(f"seeds must have one entry per model ({len(models)}), got "
+                         f"{len(seeds)}")
+    dev = torch.device(get_device() if device is None else device)
+    trained, res = [], None
+    for m, row, s in zip(models, mk, seeds):
+        net = copy.deepcopy(m)
+        ii = torch.from_numpy(np.flatnonzero(row))
+        res = train(net, (x_all[ii], y_all[ii]), seed=int(s), device=dev, **train_kwargs)
+        trained.append(net.cpu())
+    template = copy.deepcopy(models[0]).cpu()
+    p, b = stack_module_state(trained)
+    trainable = [k for k, v in template.named_parameters() if v.requires_grad]
+    params = {k: p[k].detach().to(dev) for k in trainable}
+    buffers = {**{k: v.to(dev) for k, v in b.items()},
+               **{k: v.detach().to(dev) for k, v in p.items() if k not in params}}
+    return BatchedModels(template=template, params=params, buffers=buffers, masks=mk,
+                         seeds=seeds, noise_multiplier=res.noise_multiplier,
+                         sample_rate=res.sample_rate, steps=res.steps, delta=res.delta,
+                         epsilon=res.epsilon, max_grad_norm=res.max_grad_norm, device=dev)
+
+
+# ---------------------------------------------------------------------------------------------
+# the shadow-model attack of Shokri et al. (2017)
+# ---------------------------------------------------------------------------------------------
+
+def _log_probs(logits) -> np.ndarray:
+    z = logits.detach().cpu().double().numpy() if hasattr(logits, "detach") else \
+        np.asarray(logits, dtype=np.float64)
+    if z.ndim < 2 or z.shape[-1] < 2:
+        raise ValueError(f"logits must have shape [..., C] with C >= 2, got {z.shape}")
+    if not np.isfinite(z).all():
+        raise ValueError("logits must be finite")
+    from scipy.special import log_softmax
+    return log_softmax(z, axis=-1)
+
+
+class ShadowModelAttack:
+    """Shokri et al. (2017) membership inference: one attack classifier per class label.
+
+    ``fit(shadow_logits, labels, shadow_masks)`` builds the attack training set from shadow
+    models (rows (y, log f_i(x)) labelled in/out by ``shadow_masks``) and trains one binary
+    classifier per class; ``score(target_logits, labels)`` returns the classifier's estimated
+    probability of "in" for every example (larger means member). ``classifier`` is ``"mlp"``
+    (a one-hidden-layer network with ``hidden`` units, scikit-learn's MLPClassifier, as the
+    paper's attack models) or ``"logistic"``. Features are standardised per class.
+    """
+
+    def __init__(self, *, classifier: str = "mlp", hidden: int = 32, max_iter: int = 300,
+                 seed: int = 0):
+        self.classifier = check_choice("classifier", classifier, ("mlp", "logistic"))
+        self.hidden = check_int("hidden", hidden)
+        self.max_iter = check_int("max_iter", max_iter)
+        self.seed = check_int("seed", seed, low=0)
+        self.models_: dict = {}
+
+    def _new(self):
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.neural_network import MLPClassifier
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+        if self.classifier == "mlp":
+            clf = MLPClassifier(hidden_layer_sizes=(self.hidden,), max_iter=self.max_iter,
+                                early_stopping=True, random_state=self.seed)
+        else:
+            clf = LogisticRegression(max_iter=self.max_iter)
+        return make_pipeline(StandardScaler(), clf)
+
+    def fit(self, shadow_logits, labels, shadow_masks) -> "ShadowModelAttack":
+        """``shadow_logits`` [S, N, C]: S shadow models on N labelled examples; ``labels`` [N];
+        ``shadow_masks`` [S, N]: True where the example trained that shadow model."""
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
+        from threadpoolctl import threadpool_limits
+        lp = _log_probs(shadow_logits)
+        if lp.ndim != 3:
+            raise ValueError(f"shadow_logits must have shape [S, N, C], got {lp.shape}")
+        S, N, C = lp.shape
+        y = _labels(labels, N, C)
+        mk = _check_masks(shadow_masks, S, N)
+        feats = lp.reshape(S * N, C)
+        ylab = np.broadcast_to(y, (S, N)).reshape(-1)
+        member = mk.reshape(-1)
+        self.num_classes_ = C
+        self.models_ = {}
+        for k in range(C):
+            rows = ylab == k
+            if not rows.any():
+                continue
+            if member[rows].all() or not member[rows].any():
+                raise ValueError(f"class {k} has only members or only non-members among the "
+                                 "shadow models' rows; use more shadow models")
+            clf = self._new()
+            # tiny problems: a multi-threaded BLAS only adds overhead (and oversubscribes a
+            # shared CPU, 10x slower in our measurements), so fit on one thread
+            with warnings.catch_warnings(), threadpool_limits(1):
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                clf.fit(feats[rows], member[rows])
+            self.models_[k] = clf
+        return self
+
+    def score(self, target_logits, labels) -> np.ndarray:
+        """Probability of "member" per example: shape [N] (or [T, N] for [T, N, C] logits)."""
+        if not self.models_:
+            raise ValueError("call fit(...) before score(...)")
+        lp = _log_probs(target_logits)
+        if lp.shape[-1] != self.num_classes_:
+            raise ValueError(f"target_logits must have {self.num_classes_} classes, got "
+                             f"{lp.shape[-1]}")
+        lead = lp.shape[:-1]
+        y = np.broadcast_to(_labels(labels, lead[-1], self.num_classes_), lead).reshape(-1)
+        flat = lp.reshape(-1, lp.shape[-1])
+        out = np.full(flat.shape[0], 0.5)
+        for k, clf in self.models_.items():
+            rows = y == k
+            if rows.any():
+                out[rows] = clf.predict_proba(flat[rows])[:, 1]
+        missing = ~np.isin(y, list(self.models_))
+        if missing.any():
+            raise ValueError(f"label {int(y[missing][0])} never appeared in the shadow data")
+        return out.reshape(lead)
+
+
+def _labels(labels, n: int, num_classes: int) -> np.ndarray:
+    y = np.asarray(labels.cpu() if hasattr(labels, "cpu") else labels)
+    if y.shape != (n,) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"labels must be {n} integer class indices, got shape {y.shape} "
+                         f"and dtype {y.dtype}")
+    if y.min() < 0 or y.max() >= num_classes:
+        raise ValueError(f"labels must be in [0, {num_classes - 1}], got "
+                         f"{int(y[(y < 0) | (y >= num_classes)][0])}")
+    return y

@@ -1,0 +1,276 @@
+"""Privacy accounting of Algorithm 1 for any symmetric noise: Lemma 4, Lemma 5 and Theorem 1 of
+Nasr, Shokri & Houmansadr (2020), with the statements corrected where they need it.
+
+**Mechanism and adjacency.** One step of Algorithm 1 as analysed here: every record is in the
+batch independently with probability q (Poisson subsampling), each record's gradient is encoded on
+its own (micro-batches of size 1), the encoded vectors are summed and noise with i.i.d. symmetric
+coordinates is added. Neighbouring data sets differ by adding or removing one record. These are the
+conventions of :mod:`dplib.accounting` (Opacus, dp-accounting), so that for Gaussian noise the two
+accountants must agree — which the tests check to 1e-8.
+
+**Lemma 4 (one code vector ψ), corrected.** For integer α ≥ 2,
+
+    ε(α; q, ψ, z) = 1/(α − 1) · log Σ_{k=0}^{α} C(α, k) q^k (1 − q)^{α−k} Π_i I_k(ψ_i),
+
+with I_k(τ) = ∫ (z(x; τ)/z(x; 0))^k z(x; 0) dx (:func:`dplib.encoding.moments.log_moments`). The
+paper prints the prefactor as 1/(1 − α) (eqs. 5, 9, 16–23), which would make every ε negative
+(the sum is ≥ 1); Rényi divergence has 1/(α − 1) (its own eq. 2). The binomial coefficient is also
+missing in its eqs. 20–22 (it reappears in 23). The equality is exact for the "remove" direction
+D_α((1 − q)Z(0) + qZ(ψ) ‖ Z(0)); the "add" direction is no larger *only for symmetric noise*
+(Theorem 2 of the appendix is MTZ 2019, Thm 5, whose condition "α ≤ 1" is a typo for α ≥ 1).
+
+**Lemma 5 (a code book Ψ).** ε(α; q, Ψ, z) ≤ max_{ψ∈Ψ} ε(α; q, ψ, z), maximised order by order.
+Two unstated conditions make this cover what Algorithm 2 actually outputs:
+
+* the encoded vector is *not* an element of Ψ: it is the gradient clamped coordinate-wise by a
+  signed permutation of ψ. The bound above is invariant under permutations and sign flips of ψ
+  (i.i.d. symmetric noise), and it covers the clamped vector because h_k = log I_k is
+  non-decreasing in |τ| (checked numerically, see :class:`~dplib.encoding.moments.MomentTable`);
+* one record must change the sum by *one* encoded vector, i.e. micro-batches of size 1. With
+  micro-batches of several records, adding a record replaces one encoded vector by another, and
+  the difference of two code vectors (norm up to 2) is what the noise must hide.
+
+**Theorem 1.** RDP adds up over steps (Mironov 2017, Prop. 1); (ε, δ) comes from
+:func:`dplib.accounting.rdp_to_epsilon` (the paper converts with Mironov 2017, Prop. 3 —
+``conversion="classic"`` here).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import gammaln, logsumexp
+
+from .._validate import check_choice, check_int, check_positive, check_probability
+from ..accounting import rdp_to_delta, rdp_to_epsilon
+from .moments import (_check_noise, _check_orders_int, gaussian_log_moments,
+                      laplace_log_moments, log_moments, moment_table)
+from .noise import GaussianNoise, LaplaceNoise, NoiseDistribution
+
+__all__ = ["INTEGER_ORDERS", "code_log_moments", "lemma4_rdp", "codebook_rdp",
+           "EncodingAccountant", "encoding_epsilon", "calibrate_noise_scale"]
+
+#: Integer orders 2…64: Lemma 4 is stated for integer α only.
+INTEGER_ORDERS: np.ndarray = np.arange(2, 65, dtype=float)
+
+_METHODS = ("auto", "exact", "table", "closed_form")
+
+
+def _as_codes(codebook: object) -> np.ndarray:
+    """|ψ| as a float64 array of shape (n_codes, d) from a Codebook, tensor or array."""
+    vec = getattr(codebook, "vectors", codebook)
+    if hasattr(vec, "detach"):
+        vec = vec.detach().to("cpu").double().numpy()
+    arr = np.asarray(vec, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.size == 0:
+        raise ValueError(f"codebook must be a vector or an (n_codes, d) array, got shape "
+                         f"{arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("codebook must hold finite numbers, got inf or nan")
+    return np.abs(arr)
+
+
+def code_log_moments(codebook: object, noise: NoiseDistribution, orders: object, *,
+                     method: str = "auto") -> np.ndarray:
+    """L_k(ψ) = Σ_i log I_k(ψ_i) for every code vector ψ and integer k ∈ {0, …, max(orders)}.
+
+    Returns an array (n_codes, max_order + 1) (column k holds L_k; L_0 = L_1 = 0).
+
+    ``method``: ``"exact"`` integrates every distinct coordinate value (tests, small code books);
+    ``"table"`` uses the cached :func:`~dplib.encoding.moments.moment_table` and its rigorous
+    upper bound between grid points (fast for thousands of coordinates); ``"closed_form"`` only
+    for Gaussian and Laplace noise (Mironov 2017); ``"auto"`` = exact up to 64 distinct values,
+    else table.
+    """
+    codes = _as_codes(codebook)
+    noise = _check_noise(noise)
+    k_all = np.arange(0, int(_check_orders_int(orders, low=2).max()) + 1, dtype=float)
+    check_choice("method", method, _METHODS)
+    if method == "auto":
+        method = "exact" if np.unique(codes).size <= 64 else "table"
+    n = codes.shape[0]
+    if method == "table":
+        u = codes / noise.scale
+        tab = moment_table(noise, int(k_all[-1]), max(float(u.max()), 1e-3))
+        out = np.zeros((n, k_all.size))
+        out[:, 2:] = tab.code_log_moments(u)
+        return out
+    uniq, inv = np.unique(codes, return_inverse=True)
+    if method == "closed_form":
+        if isinstance(noise, GaussianNoise):
+            h = gaussian_log_moments(uniq, k_all, noise.scale)
+        elif isinstance(noise, LaplaceNoise):
+            h = laplace_log_moments(uniq, k_all, noise.scale)
+        else:
+            raise ValueError(f"method='closed_form' needs Gaussian or Laplace noise, got {noise!r}")
+    else:
+        h = log_moments(noise, uniq, k_all)
+    inv = inv.reshape(codes.shape)
+    rows = np.repeat(np.arange(n), codes.shape[1])
+    out = np.empty((n, k_all.size))
+    for j in range(k_all.size):       # a loop over orders (≤ 65), not over coordinates
+        out[:, j] = np.bincount(rows, weights=h[inv.ravel(), j], minlength=n)
+    return out
+
+
+def _log_expm1(x: np.ndarray) -> np.ndarray:
+    """log(e^x − 1) for x ≥ 0 (−inf at 0), stable for tiny and huge x."""
+    with np.errstate(divide="ignore"):
+        return np.where(x > 1.0, x + np.log1p(-np.exp(-np.maximum(x, 1.0))),
+                        np.log(np.expm1(np.minimum(x, 1.0))))
+
+
+def _rdp_from_moments(alpha: np.ndarray, q: float, L: np.ndarray) -> np.ndarray:
+    """Lemma 4 with the corrected prefactor, for every code (rows of L) and order α.
+
+    log A_α = log Σ_k C(α,k) q^k (1−q)^{α−k} e^{L_k}
+            = log1p(Σ_{k≥2} C(α,k) q^k (1−q)^{α−k} (e^{L_k} − 1)),
+    because the binomial weights sum to 1 and L_0 = L_1 = 0 (I_0 = I_1 = 1). Every term is ≥ 0,
+    so the sum has no cancellation (as in dplib.accounting.rdp for the Gaussian).
+    Returns (n_codes, n_orders).
+    """
+    if q == 1.0:
+        return L[:, alpha.astype(int)] / (alpha - 1.0)
+    k = np.arange(2, L.shape[1], dtype=float)
+    a = alpha[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_binom = gammaln(a + 1) - gammaln(k + 1) - gammaln(a - k + 1)
+        w = log_binom + k * math.log(q) + (a - k) * math.log1p(-q)     # (n_a, n_k)
+    w = np.where(k[None, :] <= a, w, -np.inf)
+    terms = w[None, :, :] + _log_expm1(L[:, None, 2:])                  # (n, n_a, n_k)
+    log_rest = logsumexp(terms, axis=2)
+    return np.logaddexp(0.0, log_rest) / (alpha[None, :] - 1.0)
+
+
+def lemma4_rdp(orders: object, sample_rate: float, code_vector: object,
+               noise: NoiseDistribution, *, method: str = "auto") -> np.ndarray:
+    """RDP of one step of Algorithm 1 when every encoded gradient is (a clamp of a signed
+    permutation of) the single code vector ψ — Lemma 4 of Nasr, Shokri & Houmansadr (2020), with
+    the prefactor 1/(α − 1) (the paper prints 1/(1 − α)).
+
+    Parameters
+    ----------
+    orders : integers α ≥ 2.
+    sample_rate : q ∈ (0, 1], Poisson sampling probability.
+    code_vector : ψ, a 1-D array (only |ψ_i| matters).
+    noise : a symmetric :class:`~dplib.encoding.noise.NoiseDistribution`.
+    method : see :func:`code_log_moments`.
+
+    Returns one RDP value per order.
+    """
+    alpha = _check_orders_int(orders, low=2)
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    codes = _as_codes(code_vector)
+    if codes.shape[0] != 1:
+        raise ValueError(f"code_vector must be one vector, got {codes.shape[0]} "
+                         "(use codebook_rdp for a code book)")
+    L = code_log_moments(codes, noise, alpha, method=method)
+    return _rdp_from_moments(alpha, q, L)[0]
+
+
+def codebook_rdp(orders: object, sample_rate: float, codebook: object,
+                 noise: NoiseDistribution, *, method: str = "auto",
+                 return_argmax: bool = False):
+    """Lemma 5: max over ψ ∈ Ψ of :func:`lemma4_rdp`, order by order (one step).
+
+    With ``return_argmax`` also returns, per order, the index of the code vector attaining it.
+    """
+    alpha = _check_orders_int(orders, low=2)
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    L = code_log_moments(codebook, noise, alpha, method=method)
+    r = _rdp_from_moments(alpha, q, L)
+    best = r.argmax(0)
+    out = r[best, np.arange(alpha.size)]
+    return (out, best) if return_argmax else out
+
+
+class EncodingAccountant:
+    """Theorem 1: RDP of Algorithm 1 over T steps = Σ_t per-step RDP (Lemma 5), then (ε, δ).
+
+    >>> acc = EncodingAccountant(codebook).step(noise=StudentTNoise(9, 1.0),
+    ...                                         sample_rate=0.01, num_steps=1000)
+    >>> acc.get_epsilon(1e-5)                                          # doctest: +SKIP
+
+    Steps with different noise (the paper's Z_t) or sampling rates compose. The conversion is
+    :func:`dplib.accounting.rdp_to_epsilon` over integer orders (``INTEGER_ORDERS`` by default);
+    ``conversion="classic"`` is the paper's Lemma 2 (Mironov 2017, Prop. 3).
+    """
+
+    def __init__(self, codebook: object, orders: object = None, *, conversion: str = "improved",
+                 method: str = "auto") -> None:
+        self.codes = _as_codes(codebook)
+        self.orders = _check_orders_int(INTEGER_ORDERS if orders is None else orders, low=2)
+        check_choice("conversion", conversion, ("improved", "classic"))
+        check_choice("method", method, _METHODS)
+        self.conversion, self.method = conversion, method
+        self._rdp = np.zeros_like(self.orders)
+        self.history: list[tuple[NoiseDistribution, float, int]] = []
+        self._cache: dict = {}
+
+    def per_step_rdp(self, noise: NoiseDistribution, sample_rate: float) -> np.ndarray:
+        """RDP of one step (Lemma 5) at every order of the accountant."""
+        noise = _check_noise(noise)
+        q = check_probability("sample_rate", sample_rate, low_open=True)
+        key = (noise.key, noise.scale, q)
+        if key not in self._cache:
+            self._cache[key] = codebook_rdp(self.orders, q, self.codes, noise,
+                                            method=self.method)
+        return self._cache[key]
+
+    def step(self, *, noise: NoiseDistribution, sample_rate: float,
+             num_steps: int = 1) -> "EncodingAccountant":
+        t = check_int("num_steps", num_steps, low=1)
+        self._rdp = self._rdp + t * self.per_step_rdp(noise, sample_rate)
+        self.history.append((noise, float(sample_rate), t))
+        return self
+
+    @property
+    def rdp(self) -> np.ndarray:
+        return self._rdp.copy()
+
+    def _require(self):
+        if not self.history:
+            raise ValueError("the accountant has no steps yet: call .step(noise=..., "
+                             "sample_rate=..., num_steps=...) first")
+
+    def get_epsilon(self, delta: float) -> float:
+        self._require()
+        return rdp_to_epsilon(self.orders, self._rdp, delta, method=self.conversion)[0]
+
+    def get_delta(self, epsilon: float) -> float:
+        self._require()
+        return rdp_to_delta(self.orders, self._rdp, epsilon, method=self.conversion)[0]
+
+
+def encoding_epsilon(codebook: object, noise: NoiseDistribution, sample_rate: float,
+                     num_steps: int, delta: float, *, orders: object = None,
+                     conversion: str = "improved", method: str = "auto") -> float:
+    """ε after ``num_steps`` steps of Algorithm 1 (Theorem 1), at δ."""
+    acc = EncodingAccountant(codebook, orders, conversion=conversion, method=method)
+    return acc.step(noise=noise, sample_rate=sample_rate, num_steps=num_steps).get_epsilon(delta)
+
+
+def calibrate_noise_scale(noise: NoiseDistribution, target_epsilon: float, delta: float,
+                          sample_rate: float, num_steps: int, codebook: object, *,
+                          orders: object = None, conversion: str = "improved",
+                          method: str = "auto", bracket: tuple[float, float] = (0.05, 50.0),
+                          rtol: float = 1e-4) -> NoiseDistribution:
+    """The noise of ``noise``'s family whose scale makes T steps of Algorithm 1 exactly
+    (target_epsilon, δ)-DP (bisection on log scale; ε decreases with the scale)."""
+    noise = _check_noise(noise)
+    eps = check_positive("target_epsilon", target_epsilon)
+    codes = _as_codes(codebook)
+
+    def f(log_s):
+        return encoding_epsilon(codes, noise.with_scale(math.exp(log_s)), sample_rate,
+                                num_steps, delta, orders=orders, conversion=conversion,
+                                method=method) - eps
+    lo, hi = (math.log(check_positive("bracket[0]", bracket[0])),
+              math.log(check_positive("bracket[1]", bracket[1])))
+    if f(lo) < 0 or f(hi) > 0:
+        raise ValueError(f"target_epsilon={eps:g} is not reached for scales in {bracket}; "
+                         "widen bracket")
+    return noise.with_scale(math.exp(brentq(f, lo, hi, rtol=rtol)))

@@ -1,0 +1,221 @@
+"""Algorithm 1 of Nasr, Shokri & Houmansadr (2020), "DP discrete SGD", on top of dplib.training.
+
+One step (what :func:`encoded_noisy_gradient` computes, then the optimiser applies):
+
+1. Poisson batch B_t: each record independently with probability q (the paper samples "n
+   instances" — a fixed-size batch, and its experiments sample with replacement; neither matches
+   the q-mixture its Lemma 4 analyses. Poisson sampling does, so we use it, as DP-SGD does here);
+2. micro-batches of size 1: per-example gradients ∇_i (:func:`dplib.training.per_example_grads`),
+   flattened over all parameters (size 1 is what Lemma 5's proof needs: one record changes the
+   sum by one encoded vector);
+3. encoding (Algorithm 2, :func:`~dplib.encoding.codebook.encode`) and aggregation Σ_i enc(∇_i);
+4. noise: + Z with i.i.d. coordinates from the chosen family;
+5. error correction: ∇̂ = KS(∇̃, Z)·∇̃ (:func:`~dplib.encoding.denoise.ks_denoise`) — optional;
+6. update θ ← θ − η·∇̂/(q n). Dividing by the expected batch size q·n (a public constant) keeps
+   the learning rate comparable with :func:`dplib.training.train`; the paper divides by nothing.
+
+Privacy of T steps: :class:`~dplib.encoding.accounting.EncodingAccountant` (Theorem 1).
+Randomness: batches from a NumPy generator, noise from a CPU ``torch.Generator``, both seeded by
+``seed`` — the same seed gives DP-SGD and Algorithm 1 the same batches.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .._validate import check_int, check_positive, check_probability, check_real
+from ..accounting import rdp_to_epsilon
+from ..samplers import poisson_batches
+from .accounting import EncodingAccountant
+from .codebook import Codebook, encode
+from .denoise import ks_denoise
+from .moments import _check_noise
+from .noise import NoiseDistribution
+
+__all__ = ["encoded_noisy_gradient", "train_encoded", "EncodedTrainResult", "flat_grads",
+           "privatization_error"]
+
+
+def flat_grads(grads: dict) -> "torch.Tensor":  # noqa: F821
+    """Concatenate per-example gradients {name: [B, *shape]} into one [B, d] tensor (in the
+    dict's order, which is ``model.named_parameters()`` order)."""
+    import torch
+    return torch.cat([g.reshape(g.shape[0], -1) for g in grads.values()], dim=1)
+
+
+def _unflatten(vec, like: dict) -> dict:
+    out, start = {}, 0
+    for k, p in like.items():
+        n = p.numel()
+        out[k] = vec[start:start + n].reshape(p.shape)
+        start += n
+    return out
+
+
+def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook,
+                           noise: NoiseDistribution, expected_batch_size: float,
+                           denoise: bool = True, generator=None,
+                           chunk_size: int | None = None) -> tuple[dict, dict]:
+    """Steps 2–5 of Algorithm 1 for one batch (x, y); returns (gradient per parameter name,
+    info) with info = {"ks": KS factor (1.0 without denoising), "clamped": fraction of
+    coordinates the encoding changed, "batch_size": |B|}.
+
+    The gradient is (Σ_i enc(∇_i) + Z)·KS / ``expected_batch_size``. Noise is drawn from
+    ``generator``'s device and moved to the parameters' device. ``chunk_size`` bounds memory:
+    per-example gradients are formed and encoded that many examples at a time.
+    """
+    import torch
+    from ..training import per_example_grads
+    noise = _check_noise(noise)
+    denom = check_positive("expected_batch_size", expected_batch_size)
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    d = sum(p.numel() for p in params.values())
+    if d != codebook.dim:
+        raise ValueError(f"codebook.dim must equal the number of trainable parameters {d}, "
+                         f"got {codebook.dim}")
+    dev = next(iter(params.values())).device
+    dtype = next(iter(params.values())).dtype
+    total = torch.zeros(d, device=dev, dtype=dtype)
+    b = int(x.shape[0])
+    step = b if chunk_size is None else check_int("chunk_size", chunk_size)
+    changed = 0
+    for s in range(0, b, max(step, 1)):           # chunks of examples, not single examples
+        g = flat_grads(per_example_grads(model, loss_fn, x[s:s + step], y[s:s + step]))
+        e = encode(g.detach(), codebook)
+        changed += int((e != g).sum())
+        total += e.sum(0)
+    gdev = generator.device if generator is not None else dev
+    z = noise.sample((d,), generator=generator, device=gdev, dtype=dtype).to(dev)
+    noisy = total + z
+    factor = 1.0
+    if denoise:
+        noisy, f = ks_denoise(noisy, noise)
+        factor = float(f)
+    info = {"ks": factor, "clamped": changed / max(b * d, 1), "batch_size": b}
+    return _unflatten(noisy / denom, params), info
+
+
+@dataclass
+class EncodedTrainResult:
+    """What :func:`train_encoded` returns (mirrors :class:`dplib.training.TrainResult`)."""
+    model: Any
+    noise: NoiseDistribution
+    sample_rate: float
+    steps: int
+    delta: float
+    epsilon: float
+    denoise: bool
+    history: list[dict] = field(default_factory=list)
+    accountant: Any = None
+    ks_factors: np.ndarray | None = None
+    clamped_fraction: float = float("nan")
+
+
+def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribution,
+                  sample_rate: float, lr: float, epochs: float | None = None,
+                  steps: int | None = None, denoise: bool = True, delta: float = 1e-5,
+                  momentum: float = 0.0, eval_data=None, eval_every: int | None = None,
+                  loss_fn: Callable | None = None, device=None, seed: int = 0,
+                  orders: object = None, chunk_size: int | None = None,
+                  accountant_method: str = "auto") -> EncodedTrainResult:
+    """Train ``model`` in place with Algorithm 1 (see the module docstring); SGD with optional
+    momentum. Same conventions as :func:`dplib.training.train` (Poisson batches at rate q,
+    ``epochs`` → round(epochs/q) steps, ``eval_every`` defaults to one epoch, loss = cross-entropy
+    by default). ε is from :class:`~dplib.encoding.accounting.EncodingAccountant` over ``orders``.
+    """
+    import torch
+    import torch.nn.functional as F
+    from ..device import get_device
+    from ..training import check_dp_compatible, evaluate, steps_for_epochs
+
+    check_dp_compatible(model)
+    if not isinstance(codebook, Codebook):
+        raise ValueError(f"codebook must be a Codebook, got {type(codebook).__name__}")
+    noise = _check_noise(noise)
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    lr = check_positive("lr", lr)
+    mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
+    seed = check_int("seed", seed, low=0)
+    if not isinstance(denoise, bool):
+        raise ValueError(f"denoise must be True or False, got {denoise!r}")
+    if (epochs is None) == (steps is None):
+        raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
+                         f"steps={steps!r}")
+    x, y = train_data
+    x = torch.as_tensor(x).float()
+    y = torch.as_tensor(y).long()
+    n = int(x.shape[0])
+    if n == 0 or y.shape[0] != n:
+        raise ValueError(f"train_data must be (X, y) with the same positive length, got "
+                         f"{n} and {y.shape[0]}")
+    T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
+    every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
+                                                                           eval_every)
+    loss = F.cross_entropy if loss_fn is None else loss_fn
+    dev = torch.device(get_device() if device is None else device)
+    model.to(dev)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=lr, momentum=mom)
+    acc = EncodingAccountant(codebook, orders, method=accountant_method)
+    rdp_step = acc.per_step_rdp(noise, q)
+    x_dev, y_dev = x.to(dev), y.to(dev)
+    batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(seed)
+    names = [k for k, p in model.named_parameters() if p.requires_grad]
+    history, ks, clamped = [], np.empty(T), []
+    for t, idx in enumerate(batches, start=1):
+        ii = torch.from_numpy(idx).to(dev)
+        grads, info = encoded_noisy_gradient(model, loss, x_dev[ii], y_dev[ii],
+                                             codebook=codebook, noise=noise,
+                                             expected_batch_size=q * n, denoise=denoise,
+                                             generator=gen, chunk_size=chunk_size)
+        for k, p in zip(names, params):
+            p.grad = grads[k]
+        opt.step()
+        ks[t - 1] = info["ks"]
+        if info["batch_size"]:
+            clamped.append(info["clamped"])
+        if t % every == 0 or t == T:
+            eps = float(rdp_to_epsilon(acc.orders, t * rdp_step, delta)[0])
+            acc_ev = None
+            if eval_data is not None:
+                acc_ev = evaluate(model, eval_data[0], eval_data[1], device=dev)
+                model.train()
+            history.append({"step": t, "epoch": t * q, "epsilon": eps, "test_accuracy": acc_ev,
+                            "ks": float(ks[max(0, t - every):t].mean())})
+    for p in params:
+        p.grad = None
+    acc.step(noise=noise, sample_rate=q, num_steps=T)
+    return EncodedTrainResult(model=model, noise=noise, sample_rate=q, steps=T, delta=delta,
+                              epsilon=acc.get_epsilon(delta), denoise=denoise, history=history,
+                              accountant=acc, ks_factors=ks,
+                              clamped_fraction=float(np.mean(clamped)) if clamped else math.nan)
+
+
+def privatization_error(grads, codebook: Codebook, noise: NoiseDistribution, *,
+                        num_draws: int = 20, generator=None) -> dict:
+    """How far the privatised gradient is from the original one (the paper's Figure 6, ℓ1).
+
+    ``grads``: per-example (micro-batch) gradients, a [B, d] tensor. With S = Σ_i ∇_i and
+    S̃ = Σ_i enc(∇_i) + Z, returns the mean over ``num_draws`` noise draws of ‖S̃ − S‖₁ ("l1"),
+    the encoding part ‖Σ enc − S‖₁ ("encoding_l1"), and d·E|Z| ("noise_l1", exact).
+    """
+    import torch
+    noise = _check_noise(noise)
+    m = check_int("num_draws", num_draws)
+    if not isinstance(grads, torch.Tensor) or grads.ndim != 2:
+        raise ValueError("grads must be a [B, d] torch tensor")
+    s = grads.double().sum(0)
+    e = encode(grads, codebook).double().sum(0)
+    dev = generator.device if generator is not None else grads.device
+    z = noise.sample((m, grads.shape[1]), generator=generator, device=dev,
+                     dtype=torch.float64).to(grads.device)
+    l1 = (e[None, :] + z - s[None, :]).abs().sum(1)
+    return {"l1": float(l1.mean()), "l1_std": float(l1.std()) if m > 1 else math.nan,
+            "encoding_l1": float((e - s).abs().sum()),
+            "noise_l1": grads.shape[1] * noise.mean_abs}

@@ -1,0 +1,396 @@
+"""The experiments of the DP-ICL chapter, shared by the notebook and ``benchmarks/dpicl.py``.
+
+* :func:`dp_icl_classify` — DP-ICL for one batch of queries (partition, vote, noisy arg-max);
+* :func:`accuracy_table` — accuracy at ε ∈ {0 (zero-shot), 1, 3, 8, ∞ (ensemble), ∞ (one
+  prompt)} in the form of Wu et al.'s Table 1 (mean and standard deviation over runs);
+* :func:`mia_one_shot` — membership inference against a 1-shot prompt, AUC per ε (Wu et al.
+  2024, Table 15);
+* :func:`summarise_products` — the generation task: a private one-line summary of a product's
+  reviews by per-token noisy decoding, ESA or KSA.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy.stats import norm
+from sklearn.metrics import roc_auc_score
+
+from .._validate import as_generator, check_choice, check_int, check_probability, check_real
+from .accounting import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, gaussian_noise_std,
+                         per_query_epsilon, vote_noise_std)
+from .aggregation import (Votes, ensemble_votes, esa, joint_exponential_topk, keyword_histogram,
+                          noisy_vote, partition_exemplars, ptr_topk, rnm_vote)
+from .data import NEGATIVE, POSITIVE, PRODUCTS, STOPWORDS, TextDataset, product_reference, \
+    tokenize
+from .fewshot import private_next_tokens
+from .model import generate
+from .prompts import PromptBatch, PromptTemplate, template_for
+
+__all__ = ["DPICLResult", "zero_shot_predict", "single_prompt_predict", "dp_icl_classify",
+           "accuracy_table", "format_table", "mia_one_shot", "unigram_f1",
+           "summarise_products", "derailment"]
+
+
+def _check_eps(epsilon: object) -> float:
+    eps = check_real("epsilon", epsilon, low=0.0, high=math.inf, high_open=False)
+    if eps == 0:
+        raise ValueError("epsilon must be in (0, inf], got 0: epsilon = 0 means the private "
+                         "exemplars are not used at all — call zero_shot_predict")
+    return eps
+
+
+# ---------------------------------------------------------------------------------------------
+# Classification
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DPICLResult:
+    """Output of :func:`dp_icl_classify` (``noisy`` is what a released histogram would be)."""
+    predictions: np.ndarray
+    votes: Votes
+    noisy: np.ndarray | None
+    noise_std: float
+    epsilon: float
+    delta: float
+    sample_rate: float
+    info: dict = field(default_factory=dict)
+
+
+def zero_shot_predict(model, template: PromptTemplate, queries: Sequence[str]) -> np.ndarray:
+    """Predictions with no demonstrations at all (ε = 0: the private data are never read)."""
+    batch = PromptBatch(template, (), None, np.full((len(queries), 1), -1), list(queries))
+    return np.asarray(model.predict(batch))
+
+
+def single_prompt_predict(model, template: PromptTemplate, pool_texts: Sequence[str],
+                          pool_labels: np.ndarray, queries: Sequence[str], shots: int, *,
+                          rng) -> np.ndarray:
+    """Non-private ICL with *one* prompt of ``shots`` random exemplars shared by every query."""
+    k = check_int("shots", shots)
+    if k > len(pool_texts):
+        raise ValueError(f"shots must be in [1, {len(pool_texts)}], got {shots!r}")
+    demos = as_generator(rng).choice(len(pool_texts), k, replace=False)
+    batch = PromptBatch(template, pool_texts, np.asarray(pool_labels),
+                        np.broadcast_to(demos, (len(queries), k)).copy(), list(queries))
+    return np.asarray(model.predict(batch))
+
+
+def dp_icl_classify(model, template: PromptTemplate, pool_texts: Sequence[str],
+                    pool_labels: np.ndarray, queries: Sequence[str], *, epsilon: float,
+                    delta: float, num_subsets: int, shots: int,
+                    sample_rate: float | None = None, sampler: str = "poisson",
+                    aggregator: str = "gaussian", accountant: str = "rdp",
+                    num_queries: int | None = None, rng) -> DPICLResult:
+    """DP-ICL classification of ``queries`` (Wu et al. 2024, §3.1), (ε, δ)-DP for the exemplars.
+
+    Every query gets its own disjoint subsets (:func:`partition_exemplars`; ``sampler`` and its
+    adjacency as documented there; default rate q = M·shots/n for Poisson sampling), one prompt
+    per subset, and a private arg-max of the M votes:
+
+    * ``aggregator="gaussian"``: N(0, s²) on every count, s from :func:`vote_noise_std` for Q
+      queries (``num_queries``, default ``len(queries)``) at rate q;
+    * ``aggregator="rnm"``: Gumbel report-noisy-max, ε₀-DP per query with ε₀ from
+      :func:`per_query_epsilon` (pure DP, optimal composition).
+
+    ε = ``math.inf`` is the non-private ensemble (plain majority vote).
+    """
+    eps = _check_eps(epsilon)
+    d = check_probability("delta", delta, low_open=True, high_open=True)
+    m = check_int("num_subsets", num_subsets)
+    k = check_int("shots", shots)
+    check_choice("aggregator", aggregator, ("gaussian", "rnm"))
+    n = len(pool_texts)
+    if sample_rate is None:
+        q = 1.0 if sampler == "fixed" else min(1.0, m * k / n)
+    else:
+        q = check_probability("sample_rate", sample_rate, low_open=True)
+    qn = len(queries) if num_queries is None else check_int("num_queries", num_queries)
+    if qn < len(queries):
+        raise ValueError(f"num_queries must be >= len(queries) = {len(queries)}, got {qn}")
+    gen = as_generator(rng)
+    demos = partition_exemplars(n, m, len(queries), shots=k, sample_rate=q, sampler=sampler,
+                                rng=gen)
+    votes = ensemble_votes(model, template, pool_texts, pool_labels, queries, demos)
+    hist = votes.histogram
+    info = {"num_queries": qn, "num_subsets": m, "shots": k, "aggregator": aggregator}
+    if aggregator == "rnm":
+        if math.isinf(eps):
+            return DPICLResult(np.argmax(hist, axis=1), votes, None, 0.0, eps, d, q, info)
+        e0 = per_query_epsilon(eps, d, qn)
+        info["epsilon_per_query"] = e0
+        return DPICLResult(np.asarray(rnm_vote(hist, e0, rng=gen)), votes, None, math.nan, eps,
+                           d, q, info)
+    s = vote_noise_std(eps, d, qn, q, accountant=accountant)
+    pred, noisy = noisy_vote(hist, s, rng=gen)
+    return DPICLResult(pred, votes, noisy, s, eps, d, q, info)
+
+
+def accuracy_table(model, dataset: TextDataset, *, epsilons: Sequence[float] = (1.0, 3.0, 8.0),
+                   delta: float = 1e-5, num_subsets: int = 20, shots: int = 4,
+                   num_runs: int = 5, num_queries: int | None = None,
+                   accountant: str = "rdp", rng) -> dict[str, dict]:
+    """Test accuracy (%) in the form of Wu et al. 2024, Table 1: zero-shot (ε = 0), DP-ICL at each
+    ε, the noiseless ensemble (ε = ∞, "Agg") and one ``shots``-shot prompt (ε = ∞), as
+    mean and standard deviation over ``num_runs`` runs (fresh subsets, noise and prompt per run).
+    Queries: the first ``num_queries`` test texts (all by default), accounted as Q queries.
+    """
+    runs = check_int("num_runs", num_runs)
+    tpl = template_for(dataset)
+    queries = list(dataset.test_texts[:num_queries])
+    truth = dataset.test_labels[:len(queries)]
+    gen = as_generator(rng)
+    rows: dict[str, dict] = {}
+
+    def stats(accs: list[float], **extra) -> dict:
+        a = 100 * np.asarray(accs)
+        return {"mean": float(a.mean()), "std": float(a.std()), "runs": a, **extra}
+
+    zs = zero_shot_predict(model, tpl, queries)
+    rows["ε = 0 (0-shot)"] = stats([np.mean(zs == truth)])
+    for eps in list(epsilons) + [math.inf]:
+        accs, noise = [], math.nan
+        for _ in range(runs):
+            r = dp_icl_classify(model, tpl, dataset.pool_texts, dataset.pool_labels, queries,
+                                epsilon=eps, delta=delta, num_subsets=num_subsets, shots=shots,
+                                accountant=accountant, rng=gen)
+            accs.append(np.mean(r.predictions == truth))
+            noise = r.noise_std
+        name = "ε = ∞ (Agg)" if math.isinf(eps) else f"ε = {eps:g}"
+        rows[name] = stats(accs, noise_std=noise, sample_rate=r.sample_rate)
+    single = [np.mean(single_prompt_predict(model, tpl, dataset.pool_texts, dataset.pool_labels,
+                                            queries, shots, rng=gen) == truth)
+              for _ in range(runs)]
+    rows["ε = ∞"] = stats(single)
+    return rows
+
+
+def format_table(tables: dict[str, dict[str, dict]]) -> str:
+    """A plain-text table, one row per data set, "mean ± std" per column (like the seed's)."""
+    names = list(next(iter(tables.values())))
+    lines = ["data set | " + " | ".join(names)]
+    for ds, rows in tables.items():
+        cells = [f"{rows[n]['mean']:.2f}" + (f" ± {rows[n]['std']:.2f}" if len(rows[n]['runs']) > 1
+                                             else "") for n in names]
+        lines.append(f"{ds} | " + " | ".join(cells))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Membership inference against a 1-shot prompt
+# ---------------------------------------------------------------------------------------------
+def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 2.0, 4.0, 8.0),
+                 *, num_trials: int = 2000, num_subsets: int = 10, delta: float = 1e-5,
+                 num_queries: int = 100, rng) -> dict[float, dict]:
+    """AUC of a membership-inference attack on the exemplars of 1-shot prompts, per ε.
+
+    Each trial draws a target exemplar z* = (x*, y*) and a coin: *member* trials put z* in the
+    private set, *non-member* trials put a different random exemplar in its place (replace-one).
+    The attacker queries x* and scores the answer:
+
+    * ε = ∞ — the private set is one 1-shot prompt (no DP); the attacker sees the model's
+      probability of y* (Wu et al. 2024, Table 15, last column);
+    * finite ε — DP-ICL with ``num_subsets`` 1-shot prompts (a fixed partition, q = 1) releasing
+      the noisy vote histogram, noise calibrated for ``num_queries`` queries at (ε, δ); the
+      score is the noisy count of y*.
+
+    Returns, per ε, the AUC, its standard error (Hanley & McNeil 1982) and, for finite ε, the
+    largest AUC any attack can reach from one released histogram, Φ(1/s): the two histograms
+    differ by at most √2 in ℓ2 and the optimal test between N(μ, s²I) and N(μ+Δ, s²I) has AUC
+    Φ(‖Δ‖/(√2 s)).
+    """
+    t = check_int("num_trials", num_trials, low=4)
+    m = check_int("num_subsets", num_subsets)
+    gen = as_generator(rng)
+    tpl = template_for(dataset)
+    n = len(dataset.pool_texts)
+    target = gen.integers(0, n, t)
+    member = gen.random(t) < 0.5
+    # the other exemplars of the private set, and the replacement of a non-member target
+    others = gen.integers(0, n, (t, m))
+    slot = gen.integers(0, m, t)
+    repl = (target + 1 + gen.integers(0, n - 1, t)) % n          # ≠ target
+    others[np.arange(t), slot] = np.where(member, target, repl)
+    x_star = [dataset.pool_texts[i] for i in target]
+    y_star = dataset.pool_labels[target]
+    out: dict[float, dict] = {}
+
+    def auc(score: np.ndarray) -> dict:
+        a = float(roc_auc_score(member, score))
+        n1, n0 = member.sum(), (~member).sum()
+        q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
+        se = math.sqrt((a * (1 - a) + (n1 - 1) * (q1 - a * a) + (n0 - 1) * (q2 - a * a))
+                       / (n1 * n0))
+        return {"auc": a, "se": se}
+
+    # ε = ∞: one 1-shot prompt holding the target's slot exemplar
+    one = PromptBatch(tpl, dataset.pool_texts, dataset.pool_labels,
+                      others[np.arange(t), slot][:, None], x_star)
+    lp = np.asarray(model.label_logprobs(one))
+    out[math.inf] = auc(lp[np.arange(t), y_star])
+    # finite ε: the ensemble of 1-shot prompts
+    votes = ensemble_votes(model, tpl, dataset.pool_texts, dataset.pool_labels, x_star,
+                           others[:, :, None])
+    hist = votes.histogram
+    for eps in epsilons:
+        s = vote_noise_std(eps, delta, num_queries, 1.0)
+        _, noisy = noisy_vote(hist, s, rng=gen)
+        res = auc(noisy[np.arange(t), y_star])
+        res["bound"] = float(norm.cdf(1.0 / s))
+        res["noise_std"] = s
+        out[float(eps)] = res
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Generation: product summaries
+# ---------------------------------------------------------------------------------------------
+def unigram_f1(text: str, reference: str, ignore: str = "") -> float:
+    """F1 of the content words (stop words and the words of ``ignore`` removed, as sets) of
+    ``text`` against ``reference``: a one-line ROUGE-1 (Lin 2004) on word sets."""
+    skip = STOPWORDS | set(tokenize(ignore))
+    a = {w for w in tokenize(text) if w not in skip}
+    b = {w for w in tokenize(reference) if w not in skip}
+    if not a or not b:
+        return 0.0
+    common = len(a & b)
+    return 0.0 if common == 0 else 2 * common / (len(a) + len(b))
+
+
+def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: float,
+                       delta: float = 1e-5, products: Sequence[str] = PRODUCTS,
+                       num_subsets: int = 10, shots: int = 4, max_tokens: int = 4,
+                       num_candidates: int = 60, keywords: int = 2, embed=None,
+                       rng) -> dict:
+    """A private one-line summary of each product's reviews; returns texts and F1 scores.
+
+    The private data of product p are its reviews in the pool; the query is the prefix
+    "the p is". Every query uses fresh Poisson subsets (rate q = M·shots/n_p, largest over the
+    products), one prompt per subset, and one of:
+
+    * ``"per_token"`` — noisy ensemble decoding, one Gaussian release per token (noise for
+      Q·``max_tokens`` releases, Δ = √2);
+    * ``"esa"`` — each subset writes a summary; the mean of their embeddings + noise (Δ = 2/M
+      on the mean, Q releases) picks the nearest of ``num_candidates`` public candidates
+      (zero-shot samples of the model from the same prefix). ``embed`` maps a list of texts to
+      an array of embeddings; by default the offline model's hashed lexical embedding;
+    * ``"ksa_em"`` / ``"ksa_ptr"`` — histogram of the adjectives of the M summaries; the top
+      ``keywords`` by the joint exponential mechanism (ε₀-DP per query) or propose-test-release
+      ((ε₀, δ/2Q) per query), composed by :func:`per_query_epsilon`; the public template
+      "the p is a and b" turns them into a sentence (an LLM would be prompted with them);
+      PTR falls back to the zero-shot answer when its test fails.
+
+    ε = ``math.inf`` runs the same method without noise. Scores: :func:`unigram_f1` against
+    "the p is a and b" with a, b the two commonest adjectives of p's majority sentiment
+    (:func:`dplib.icl.data.product_reference`), the prefix's words not counted.
+    """
+    check_choice("method", method, ("per_token", "esa", "ksa_em", "ksa_ptr"))
+    eps = _check_eps(epsilon)
+    d = check_probability("delta", delta, low_open=True, high_open=True)
+    m = check_int("num_subsets", num_subsets)
+    k = check_int("shots", shots)
+    t_max = check_int("max_tokens", max_tokens)
+    gen = as_generator(rng)
+    tpl = template_for(dataset)
+    toks = [set(tokenize(t)) for t in dataset.pool_texts]
+    pools = {p: [dataset.pool_texts[i] for i, w in enumerate(toks) if p in w] for p in products}
+    q = min(1.0, max(m * k / len(v) for v in pools.values()))
+    qn = len(products)
+    kw_list = tuple(NEGATIVE + POSITIVE)
+    if method == "per_token":
+        noise = gaussian_noise_std(eps, d, qn * t_max, q, VOTE_SENSITIVITY)
+    elif method == "esa":
+        noise = gaussian_noise_std(eps, d, qn, q, EMBEDDING_SENSITIVITY / m)
+    elif method == "ksa_em":
+        noise = per_query_epsilon(eps, d, qn) if not math.isinf(eps) else math.inf
+    else:
+        noise = (per_query_epsilon(eps, d, qn, delta_per_query=d / (2 * qn))
+                 if not math.isinf(eps) else math.inf)
+    texts, scores, refs = [], [], []
+    for p in products:
+        pool = pools[p]
+        prefix = f"the {p} is"
+        ref = f"{prefix} {' and '.join(product_reference(dataset, p)[1])}"
+        if method == "per_token":
+            ids = model.encode(prefix)
+            for _ in range(t_max):
+                demos = partition_exemplars(len(pool), m, 1, shots=k, sample_rate=q, rng=gen)
+                tok = int(private_next_tokens(model, tpl, pool, [model.decode(ids)], demos,
+                                              noise, rng=gen)[0])
+                if tok == model.eos_id:
+                    break
+                ids.append(tok)
+            out = model.decode(ids)
+        else:
+            demos = partition_exemplars(len(pool), m, 1, shots=k, sample_rate=q, rng=gen)[0]
+            batch = PromptBatch(tpl, pool, None, demos, [prefix] * m, generation=True)
+            answers = generate(model, batch, t_max)
+            if method == "esa":
+                cands = generate(model, PromptBatch(tpl, (), None,
+                                                    np.full((num_candidates, 1), -1),
+                                                    [prefix] * num_candidates, generation=True),
+                                 t_max, temperature=1.0, rng=gen)
+                emb = (np.asarray(embed(answers + cands)) if embed is not None
+                       else model.lexical.embed(answers + cands).toarray())
+                idx, _ = esa(emb[:m], emb[m:], noise, rng=gen)
+                out = cands[idx]
+            else:
+                hist = keyword_histogram(answers, kw_list)
+                if method == "ksa_em":
+                    chosen = (tuple(np.argsort(-hist, kind="stable")[:keywords])
+                              if math.isinf(noise) else
+                              joint_exponential_topk(hist, keywords, noise, rng=gen))
+                else:
+                    chosen = (tuple(np.argsort(-hist, kind="stable")[:keywords])
+                              if math.isinf(noise) else
+                              ptr_topk(hist, keywords, noise, d / (2 * qn), rng=gen))
+                if chosen is None:
+                    out = generate(model, PromptBatch(tpl, (), None, np.full((1, 1), -1),
+                                                      [prefix], generation=True), t_max)[0]
+                else:
+                    out = f"{prefix} {' and '.join(kw_list[i] for i in chosen)}"
+        texts.append(out)
+        refs.append(ref)
+        scores.append(unigram_f1(out, ref, ignore=prefix))
+    return {"texts": texts, "references": refs, "f1": np.asarray(scores),
+            "mean_f1": float(np.mean(scores)), "noise": noise, "sample_rate": q}
+
+
+def derailment(model, template: PromptTemplate, pool: Sequence[str], prefix: str,
+               noise_stds: Sequence[float], *, num_runs: int = 100, max_tokens: int = 6,
+               num_subsets: int = 40, shots: int = 2, sample_rate: float = 1.0,
+               rng) -> dict[float, np.ndarray]:
+    """How per-token noise derails ensemble decoding: for each noise std s, the fraction of
+    ``num_runs`` runs whose first t generated tokens equal those of the *noiseless* run that
+    used the same subsets, for t = 1 … ``max_tokens``.
+
+    The noisy and the noiseless decoder see the same Poisson subsets at every step, so they differ
+    only by the noise; once a noisy token differs, every later prompt differs (it continues a
+    different text), and the curves show that the runs do not come back.
+    """
+    runs = check_int("num_runs", num_runs)
+    t_max = check_int("max_tokens", max_tokens)
+    gen = as_generator(rng)
+    out = {}
+    for s in noise_stds:
+        clean = [model.encode(prefix) for _ in range(runs)]
+        noisy = [model.encode(prefix) for _ in range(runs)]
+        same = np.ones(runs, dtype=bool)
+        curve = []
+        for _ in range(t_max):
+            demos = partition_exemplars(len(pool), num_subsets, runs, shots=shots,
+                                        sample_rate=sample_rate, rng=gen)
+            prefixes = [model.decode(x) for x in clean + noisy]
+            noise_seed = gen.integers(2**63)
+            t_clean = private_next_tokens(model, template, pool, prefixes[:runs], demos, 0.0,
+                                          rng=0)
+            t_noisy = private_next_tokens(model, template, pool, prefixes[runs:], demos,
+                                          float(s), rng=int(noise_seed))
+            for i in range(runs):
+                clean[i].append(int(t_clean[i]))
+                noisy[i].append(int(t_noisy[i]))
+            same &= t_clean == t_noisy
+            curve.append(same.mean())
+        out[float(s)] = np.asarray(curve)
+    return out

@@ -1,0 +1,927 @@
+"""DP-SGLD: noisy stochastic gradient descent with hidden iterates (Ryffel, Bach & Pointcheval
+2022).
+
+The algorithm (the seed's Algorithm 1, implemented in :func:`dp_sgld`): for k = 0, …, K − 1
+
+    draw a batch B_k of m distinct records uniformly from the n records (fresh every step),
+    θ_{k+1} = Π_C(θ_k − η_k ∇L_{B_k}(θ_k) + √(2η_k) N(0, σ² I_d)),  L_B = (1/m) Σ_{x∈B} ℓ(·; x),
+
+started at θ_0 ∼ Π_C(N(0, (2σ²/λ) I_d)), releasing only θ_K. The seed calls the batch draw
+"sampling with replacement": a batch is a subset of size m, put back before the next step, so a
+record appears at most once per batch and batches are independent across steps.
+
+Privacy (neighbouring data sets differ by replacing one record, RDP of order α > 1):
+
+* :func:`sgld_rdp` — Theorem 3.1 of the seed: for an L-Lipschitz, λ-strongly convex, β-smooth
+  loss and step sizes η_k < 1/β, ε(α) = 4αL²/(λn²σ²) · (1 − exp(−(λ/2) Σ_k η_k)).
+  The batch size m does not appear (the seed's sensitivity lemma bounds the *expected* drift
+  difference by (m/n)·(2L/m) = 2L/n). With m = n it is exactly the DP-GLD bound of Chourasia,
+  Ye & Shokri (2021) with S_g = 2L (:func:`dplib.langevin.privacy_dynamics_rdp`).
+* :func:`constant_step_rdp`, :func:`decreasing_step_rdp` — Corollaries 3.2 and 3.3;
+  :func:`decreasing_step_sizes` — η_k = 1/(2β + λk/2).
+* :func:`sgld_epsilon`, :func:`sgld_calibrate_sigma` — (ε, δ) through
+  :func:`dplib.accounting.rdp_to_epsilon` and the σ that meets a target ε.
+* :func:`released_iterates_epsilon` — what the same run costs when every iterate is released:
+  per-step subsampled Gaussian (batches without replacement, replace-one; Wang, Balle &
+  Kasiviswanathan 2019) composed by :class:`dplib.accounting.RDPAccountant`.
+
+**A discrepancy found while checking the seed.** Averaging the drift over the batch draw is not
+how Rényi divergence treats a mixture: when the differing record is drawn (probability m/n) the
+iterate jumps by up to 2η_kL/m, and if that jump is large compared with the noise, an observer of
+θ_K sees it. :func:`one_step_delta_lower_bound` computes, for a one-dimensional loss satisfying
+every hypothesis of Theorem 3.1, an exact lower bound on δ after one step; for strongly convex
+problems with tiny batches (e.g. λη = 1/2, m = 1, n = 1000) it exceeds the δ that Theorem 3.1
+promises by orders of magnitude (tests/unit/test_sgld.py), so Theorem 3.1 cannot hold as stated
+for every batch size. With full batches (m = n) the theorem is the DP-GLD bound and the check
+passes. In the regime of the book's experiment (λη ≈ 0.03, n/m ≈ 5) the same check finds no
+violation, but that is evidence, not a proof. The chapter says so.
+
+Regularised logistic regression (:func:`logistic_regression_constants`): the seed's Lemma
+(Section 5.1) gives β = λ_max(XᵀX)/(2n) + λ for the softmax loss with an L2 penalty.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from ._validate import (check_choice, check_int, check_positive, check_probability, check_real,
+                        check_real_array)
+
+__all__ = ["sgld_rdp", "constant_step_rdp", "decreasing_step_rdp", "decreasing_step_sizes",
+           "sgld_rdp_limit", "sgld_composition_rdp", "sgld_epsilon", "sgld_calibrate_sigma",
+           "released_iterates_epsilon", "one_step_delta_lower_bound",
+           "LogisticConstants", "logistic_regression_constants", "logistic_regression_grad",
+           "logistic_regression_loss", "logistic_regression_accuracy", "dp_sgld",
+           "SGLDResult", "train_dp_sgld_logistic", "table4_diagnostics",
+           "calibrate_noise_replace_one", "METHODS", "compare_methods", "compare_on_digits",
+           "scaling_study", "format_table"]
+
+
+def _out(x: np.ndarray) -> np.ndarray | float:
+    return float(x) if np.ndim(x) == 0 else x
+
+
+# --- step sizes ----------------------------------------------------------------------------------
+
+def _check_schedule(step_sizes: object, K: object) -> np.ndarray:
+    """Σ η_k over the steps taken, as an array broadcastable like K (see :func:`sgld_rdp`)."""
+    arr = np.asarray(step_sizes)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.ndim > 1:
+        raise ValueError(f"step_sizes must be a positive number or a 1-d sequence of positive "
+                         f"numbers, got {step_sizes!r}")
+    eta = check_real_array("step_sizes", arr, low=0.0, high=math.inf)
+    if eta.ndim == 0:
+        if K is None:
+            raise ValueError("K must be given (an integer >= 0) when step_sizes is a constant")
+        k = _check_steps(K)
+        return float(eta) * k
+    if eta.size == 0:
+        raise ValueError("step_sizes must be non-empty (one step size per step)")
+    if K is None:
+        return np.asarray(eta.sum())
+    k = _check_steps(K)
+    if (k > eta.size).any():
+        raise ValueError(f"K must be in [0, len(step_sizes)] = [0, {eta.size}], "
+                         f"got {int(k.max())}")
+    prefix = np.concatenate([[0.0], np.cumsum(eta)])
+    return prefix[k]
+
+
+def _check_steps(K: object) -> np.ndarray:
+    arr = np.asarray(K)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"K must be an integer (or integer array) >= 0, got {K!r}")
+    if (arr < 0).any():
+        raise ValueError(f"K must be an integer >= 0, got {int(arr[arr < 0].flat[0])!r}")
+    return arr.astype(np.int64)
+
+
+def _check_beta(beta: float | None, lam: float, step_sizes: object) -> None:
+    """Lemma 3.3 of the seed needs η_k < 1/β for every k; β ≥ λ for a λ-strongly convex,
+    β-smooth loss."""
+    if beta is None:
+        return
+    b = check_positive("beta", beta)
+    if b < lam:
+        raise ValueError(f"beta must be >= lam (a λ-strongly convex, β-smooth loss has β >= λ), "
+                         f"got beta={beta!r} < lam={lam!r}")
+    eta_max = float(np.max(np.asarray(step_sizes, dtype=float)))
+    if eta_max >= 1.0 / b:
+        raise ValueError(f"step_sizes must be in (0, 1/beta) = (0, {1.0 / b:g}) (Theorem 3.1 "
+                         f"needs η_k < 1/β), got {eta_max!r}")
+
+
+def decreasing_step_sizes(beta: float, lam: float, K: int) -> np.ndarray:
+    """η_k = 1/(2β + λk/2) for k = 0, …, K − 1 (the seed's Corollary 3.3 and Section 4.2).
+
+    η_0 = 1/(2β) < 1/β, so the schedule meets Theorem 3.1's condition. The seed indexes the
+    schedule from k = 0 (Section 4.2, "k ≥ 0"); the array holds the K step sizes actually used.
+    """
+    b = check_positive("beta", beta)
+    lm = check_positive("lam", lam)
+    if b < lm:
+        raise ValueError(f"beta must be >= lam, got beta={beta!r} < lam={lam!r}")
+    k = check_int("K", K, low=1)
+    return 1.0 / (2.0 * b + lm * np.arange(k) / 2.0)
+
+
+# --- Theorem 3.1 and its corollaries -------------------------------------------------------------
+
+def _prefactor(alpha, lipschitz, sigma, lam, n):
+    a = check_real_array("alpha", alpha, low=1.0)
+    lip = check_positive("lipschitz", lipschitz)
+    sg = check_positive("sigma", sigma)
+    lm = check_positive("lam", lam)
+    nn = check_int("n", n, low=1)
+    return a * 4.0 * lip**2 / (lm * nn**2 * sg**2), lm
+
+
+def sgld_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: float, n: int,
+             step_sizes: float | np.ndarray, *, K: int | np.ndarray | None = None,
+             beta: float | None = None) -> np.ndarray | float:
+    """Rényi DP of order α of DP-SGLD releasing θ_K (Ryffel, Bach & Pointcheval 2022, Thm 3.1).
+
+    ε(α) = 4 α L² / (λ n² σ²) · (1 − exp(−(λ/2) Σ_k η_k)),
+
+    for an L-Lipschitz, λ-strongly convex, β-smooth loss on a closed convex set C, started at
+    θ_0 ∼ Π_C(N(0, 2σ²/λ I)), with η_k < 1/β (checked when ``beta`` is given). Replace-one
+    adjacency; L bounds ‖∇ℓ(θ; x)‖ on C, so one record moves the summed gradient by ≤ 2L.
+
+    ``step_sizes``: a constant η (then ``K``, an integer or integer array, is the number of
+    steps: Σ η_k = ηK, Corollary 3.2), or the sequence (η_0, …, η_{K−1}) of the steps taken
+    (then ``K=None`` sums all of them, and an integer/array ``K`` ≤ len sums the first K,
+    giving ε after each step). Broadcasts over ``alpha`` and ``K``.
+
+    Index convention (the seed is ambiguous): Theorem 3.1 writes Σ_{k=1}^{K} η_k while
+    Algorithm 1 uses η_0, …, η_{K−1}; in the proof step k → k + 1 lasts η_{k+1} in one line and
+    η_k in the tracing diffusion (2). The contraction time is the total duration of the steps
+    actually run, so we sum η_0 + … + η_{K−1}. For a constant step both readings agree; for a
+    decreasing schedule ours is the larger (more conservative) value.
+
+    Caveat: the bound does not depend on the batch size, and that cannot be right for every
+    batch size (see the module docstring and :func:`one_step_delta_lower_bound`). For m = n it
+    equals :func:`dplib.langevin.privacy_dynamics_rdp` with S_g = 2L.
+    """
+    pre, lm = _prefactor(alpha, lipschitz, sigma, lam, n)
+    total = _check_schedule(step_sizes, K)
+    _check_beta(beta, lm, step_sizes)
+    return _out(pre * -np.expm1(-lm * total / 2.0))
+
+
+def constant_step_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: float,
+                      n: int, eta: float, K: int | np.ndarray, *,
+                      beta: float | None = None) -> np.ndarray | float:
+    """Corollary 3.2 of the seed: constant η < 1/β, ε(α) = 4αL²/(λn²σ²) · (1 − e^{−ληK/2})."""
+    pre, lm = _prefactor(alpha, lipschitz, sigma, lam, n)
+    e = check_positive("eta", eta)
+    _check_beta(beta, lm, e)
+    k = _check_steps(K)
+    return _out(pre * -np.expm1(-lm * e * k / 2.0))
+
+
+def decreasing_step_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: float,
+                        n: int, beta: float, K: int | np.ndarray) -> np.ndarray | float:
+    """Corollary 3.3 of the seed: η_k = 1/(2β + λk/2), ε(α) = 4αL²/(λn²σ²) · λK/(4β + λK).
+
+    The seed obtains it from Theorem 3.1 with (λ/2) Σ η_k replaced by log(1 + λK/(4β)), the
+    integral ∫_0^K (λ/2) dt/(2β + λt/2). With a = 4β/λ, (λ/2) η_k = 1/(a + k), so the sum over
+    k = 1..K (the theorem as printed) is below the integral and the sum over k = 0..K−1 (the
+    steps actually taken, :func:`sgld_rdp`) is above it: this closed form lies between the two
+    readings, which differ by at most 1/a − 1/(a + K) in the exponent (tested).
+    """
+    pre, lm = _prefactor(alpha, lipschitz, sigma, lam, n)
+    b = check_positive("beta", beta)
+    if b < lm:
+        raise ValueError(f"beta must be >= lam, got beta={beta!r} < lam={lam!r}")
+    k = _check_steps(K)
+    return _out(pre * lm * k / (4.0 * b + lm * k))
+
+
+def sgld_rdp_limit(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: float,
+                   n: int) -> np.ndarray | float:
+    """The K → ∞ value of Theorem 3.1 when Σ η_k diverges: 4αL²/(λn²σ²) (seed, Section 3.3)."""
+    pre, _ = _prefactor(alpha, lipschitz, sigma, lam, n)
+    return _out(pre)
+
+
+def sgld_composition_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, n: int,
+                         step_sizes: float | np.ndarray, *,
+                         K: int | np.ndarray | None = None) -> np.ndarray | float:
+    """The composition baseline the seed compares with (Section 3.3, "Discussion"):
+    ε'(α) = α L² Σ_k η_k / (n² σ²).
+
+    It is the full-batch composition of K Gaussian steps with drift difference 2η_kL/n and
+    noise std √(2η_k)σ (Mironov 2017, Prop. 7 and Prop. 1), i.e.
+    :func:`dplib.langevin.composition_rdp` with sensitivity 2L for a constant step. For
+    K ≪ β/λ Theorem 3.1 is twice this value (the factor 2 of the seed; tested).
+    """
+    a = check_real_array("alpha", alpha, low=1.0)
+    lip = check_positive("lipschitz", lipschitz)
+    sg = check_positive("sigma", sigma)
+    nn = check_int("n", n, low=1)
+    total = _check_schedule(step_sizes, K)
+    return _out(a * lip**2 * total / (nn**2 * sg**2))
+
+
+# --- (ε, δ) and calibration ----------------------------------------------------------------------
+
+def sgld_epsilon(delta: float, lipschitz: float, sigma: float, lam: float, n: int,
+                 step_sizes: float | np.ndarray, *, K: int | None = None,
+                 orders: object = None, method: str = "improved") -> tuple[float, float]:
+    """(ε, best α) such that DP-SGLD is (ε, δ)-DP by :func:`sgld_rdp` (Theorem 3.1).
+
+    The RDP curve is converted by :func:`dplib.accounting.rdp_to_epsilon` over ``orders``
+    (default :data:`dplib.accounting.DEFAULT_ORDERS`); ``method`` as there ("improved":
+    Canonne, Kamath & Steinke 2020, Prop. 12; "classic": Mironov 2017, Prop. 3). Scalar K.
+    """
+    from .accounting import DEFAULT_ORDERS, rdp_to_epsilon
+
+    if K is not None:
+        K = check_int("K", K, low=0)
+    orders = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
+    rdp = np.atleast_1d(sgld_rdp(orders, lipschitz, sigma, lam, n, step_sizes, K=K))
+    return rdp_to_epsilon(orders, rdp, delta, method=method)
+
+
+def sgld_calibrate_sigma(target_epsilon: float, delta: float, lipschitz: float, lam: float,
+                         n: int, step_sizes: float | np.ndarray, *, K: int | None = None,
+                         orders: object = None, method: str = "improved") -> float:
+    """Smallest σ (relative precision 1e-10) with :func:`sgld_epsilon` ≤ ``target_epsilon``.
+
+    Theorem 3.1 is proportional to 1/σ², so ε decreases in σ and bisection in log σ finds it.
+    """
+    eps_t = check_positive("target_epsilon", target_epsilon)
+
+    def eps(log_s: float) -> float:
+        return sgld_epsilon(delta, lipschitz, math.exp(log_s), lam, n, step_sizes, K=K,
+                            orders=orders, method=method)[0]
+
+    lo, hi = math.log(1e-12), math.log(1e12)
+    if eps(hi) > eps_t:
+        raise ValueError(f"target_epsilon={target_epsilon!r} is below what any sigma <= 1e12 "
+                         "reaches for this delta and order grid; raise it")
+    if eps(lo) <= eps_t:
+        return math.exp(lo)
+    while hi - lo > 1e-10:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if eps(mid) <= eps_t else (mid, hi)
+    return math.exp(hi)
+
+
+def released_iterates_epsilon(delta: float, lipschitz: float, sigma: float, n: int,
+                              batch_size: int, step_sizes: float | np.ndarray, *,
+                              K: int | None = None, orders: object = None,
+                              max_groups: int = 16) -> float:
+    """ε of the same DP-SGLD run if *every* iterate were released (no hidden state).
+
+    Step k is a Gaussian mechanism on the batch-gradient sum: one replaced record moves it by
+    ≤ 2L, the noise on it has std √(2η_k)σ·m/η_k, so the noise multiplier is
+    z_k = σ m / (L √(2η_k)) (standard deviation over replace-one sensitivity). Batches are
+    m of n records without replacement, fresh each step: Wang, Balle & Kasiviswanathan (2019),
+    Thm 27, via :class:`dplib.accounting.RDPAccountant` (``sampling="without_replacement"``,
+    ``neighboring="replace_one"``). Steps with equal η are grouped; with more than
+    ``max_groups`` distinct values each η_k is rounded *up* to a geometric grid of that many
+    values (a larger η means a smaller z_k and a larger RDP, so this is an upper bound). A
+    valid bound for the hidden-state algorithm too (post-processing), and the baseline the seed
+    argues against.
+    """
+    from .accounting import RDPAccountant
+
+    lip = check_positive("lipschitz", lipschitz)
+    sg = check_positive("sigma", sigma)
+    nn = check_int("n", n, low=1)
+    m = check_int("batch_size", batch_size, low=1)
+    if m > nn:
+        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {batch_size!r}")
+    eta = np.asarray(step_sizes, dtype=float)
+    if eta.ndim == 0:
+        if K is None:
+            raise ValueError("K must be given (an integer >= 1) when step_sizes is a constant")
+        etas, counts = np.array([check_positive("step_sizes", float(eta))]), \
+            np.array([check_int("K", K, low=1)])
+    else:
+        eta = check_real_array("step_sizes", eta, low=0.0)
+        if K is not None:
+            eta = eta[:check_int("K", K, low=1)]
+        etas, counts = np.unique(eta, return_counts=True)
+        g = check_int("max_groups", max_groups, low=1)
+        if etas.size > g:     # round η_k up to a geometric grid: a valid upper bound
+            edges = np.geomspace(etas[0], etas[-1], g)
+            up = edges[np.minimum(np.searchsorted(edges, eta * (1 - 1e-12)), g - 1)]
+            etas, counts = np.unique(up, return_counts=True)
+    acc = RDPAccountant(orders=orders, sampling="without_replacement", neighboring="replace_one")
+    for e, c in zip(etas, counts):
+        acc.step(noise_multiplier=sg * m / (lip * math.sqrt(2.0 * e)), sample_rate=m / nn,
+                 num_steps=int(c))
+    return acc.get_epsilon(delta)
+
+
+# --- the counterexample --------------------------------------------------------------------------
+
+def one_step_delta_lower_bound(epsilon: float, *, lipschitz: float, sigma: float, lam: float,
+                               eta: float, n: int, batch_size: int, radius: float,
+                               num_thresholds: int = 801, return_threshold: bool = False):
+    """A lower bound on δ for one DP-SGLD step on a 1-d problem that meets Theorem 3.1.
+
+    The problem: C = [−r, r], ℓ(θ; x) = (λ/2)θ² + xθ with |x| ≤ a := L − λr (so ℓ is
+    L-Lipschitz on C, λ-strongly convex and λ-smooth: β = λ, and η < 1/λ is required).
+    D holds x_1 = a and n − 1 zeros, D' the same with x_1 = −a. θ_0 ∼ Π_C(N(0, 2σ²/λ)) as the
+    theorem demands; one step with a batch of m = ``batch_size`` of the n records gives
+    θ_1 = Π_C((1 − ηλ)θ_0 − η(x_1/m)·B + √(2η)σ Z) with B ∼ Bernoulli(m/n).
+
+    For every threshold t ∈ (−r, r), (ε, δ)-DP requires δ ≥ P_D(θ_1 ≤ t) − e^ε P_D'(θ_1 ≤ t)
+    (the projection of θ_1 does not change this event). Returns the largest value over a grid
+    of thresholds (with ``return_threshold``: the pair (δ, t) of the best threshold, for a
+    Monte Carlo check with :func:`dp_sgld`). The expectation over θ_0 is the Gaussian closed
+    form for the unclipped normal, corrected for the clipping by moving its tails onto the
+    atoms ±r (Gauss–Legendre). Derived for this book; any guarantee that claims a smaller δ at
+    this ε for these parameters is false.
+    """
+    from scipy.special import ndtr
+
+    eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
+    lip = check_positive("lipschitz", lipschitz)
+    sg = check_positive("sigma", sigma)
+    lm = check_positive("lam", lam)
+    e = check_positive("eta", eta)
+    nn = check_int("n", n, low=1)
+    m = check_int("batch_size", batch_size, low=1)
+    r = check_positive("radius", radius)
+    nt = check_int("num_thresholds", num_thresholds, low=3)
+    if m > nn:
+        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {batch_size!r}")
+    if e * lm >= 1.0:
+        raise ValueError(f"eta must be in (0, 1/lam) = (0, {1 / lm:g}) (η < 1/β with β = λ), "
+                         f"got {eta!r}")
+    a = lip - lm * r
+    if a <= 0:
+        raise ValueError(f"lipschitz must exceed lam*radius = {lm * r:g} (the data term needs "
+                         f"room), got {lipschitz!r}")
+    gamma, c = m / nn, 1.0 - e * lm
+    s0, s1, jump = sg * math.sqrt(2.0 / lm), sg * math.sqrt(2.0 * e), e * a / m
+    spread = math.hypot(c * min(s0, r), s1)
+    ts = np.linspace(-jump - 6.0 * spread, 6.0 * spread, nt)
+    ts = ts[(ts > -r) & (ts < r)]
+    if ts.size == 0:
+        return (0.0, math.nan) if return_threshold else 0.0
+
+    def cdf(shift: float) -> np.ndarray:
+        """P((1 − ηλ)θ_0 − shift + √(2η)σZ ≤ t) for every threshold t, θ_0 = clip(N(0, s0²))."""
+        t = ts + shift
+        out = ndtr(t / math.hypot(s1, c * s0))          # θ_0 unclipped: a Gaussian sum
+        if r / s0 < 38.0:                                # else the clipped mass is < 1e-300
+            nodes, weights = np.polynomial.legendre.leggauss(16)
+            panels = int(min(4000, max(8, math.ceil(12.0 * s0 * c / s1))))
+            edges = np.linspace(r, r + 12.0 * s0, panels + 1)
+            mid, hw = 0.5 * (edges[1:] + edges[:-1]), 0.5 * np.diff(edges)
+            u = (mid[:, None] + hw[:, None] * nodes[None, :]).ravel()
+            w = (hw[:, None] * weights[None, :]).ravel() * np.exp(-u**2 / (2 * s0**2)) / (
+                s0 * math.sqrt(2 * math.pi))
+            atom = float(ndtr(-r / s0))
+            for side in (1.0, -1.0):                     # move the tails onto the atoms ±r
+                out = out - ndtr((t[:, None] - c * side * u[None, :]) / s1) @ w
+                out = out + atom * ndtr((t - c * side * r) / s1)
+        return out
+
+    base = cdf(0.0)                                      # the record is not in the batch
+    p_d = (1 - gamma) * base + gamma * cdf(jump)         # x_1 = +a pushes θ down by η a/m
+    p_dprime = (1 - gamma) * base + gamma * cdf(-jump)
+    gap = p_d - math.exp(eps) * p_dprime
+    best = int(np.argmax(gap))
+    delta = float(max(gap[best], 0.0))
+    return (delta, float(ts[best])) if return_threshold else delta
+
+
+# --- regularised logistic regression -------------------------------------------------------------
+
+class LogisticConstants(NamedTuple):
+    """(β, λ, L, radius) of L2-regularised logistic regression (see
+    :func:`logistic_regression_constants`)."""
+    beta: float
+    lam: float
+    lipschitz: float
+    radius: float
+
+
+def _features(X: object) -> np.ndarray:
+    import torch
+
+    x = X.detach().cpu().numpy() if torch.is_tensor(X) else np.asarray(X)
+    if x.ndim != 2 or x.shape[0] == 0 or not np.issubdtype(x.dtype, np.number) \
+            or not np.isfinite(x).all():
+        raise ValueError(f"X must be a finite (n, p) array with n >= 1, got shape "
+                         f"{getattr(x, 'shape', None)}")
+    return x.astype(np.float64)
+
+
+def logistic_regression_constants(X: object, lam: float, *, num_classes: int = 2,
+                                  smoothness: str = "dataset",
+                                  feature_bound: float | None = None) -> LogisticConstants:
+    """Constants of ℓ(W; x, y) = −log softmax(Wx)_y + (λ/2)‖W‖²_F, W ∈ ℝ^{C×p} (the seed, §5.1).
+
+    * β (``smoothness="dataset"``, the seed's Lemma): the Hessian of the empirical loss is
+      (1/n) Σ_j (diag(p_j) − p_j p_jᵀ) ⊗ x_j x_jᵀ + λI ⪯ ½(I − 11ᵀ/C) ⊗ XᵀX/n + λI
+      (Böhning 1992), so β = λ_max(XᵀX)/(2n) + λ. The factor is ½ for the softmax with C ≥ 2
+      weight vectors (λ_max(diag(p) − ppᵀ) ≤ ½, reached at p = (½, ½, 0, …)); a binary model
+      with one weight vector and the sigmoid has p(1 − p) ≤ ¼ instead — not this model.
+      ``smoothness="example"``: β = R²/2 + λ with R = max_i ‖x_i‖ (or ``feature_bound``),
+      the smoothness of every per-example and minibatch loss. Theorem 3.1 and the utility
+      lemmas assume ℓ(·; x) β-smooth *per example* (co-coercivity is used for L_B), which the
+      dataset β does not guarantee; it is also a function of the private data. The example β
+      with a public ``feature_bound`` is data-independent.
+    * λ: the penalty. The seed writes the loss as log σ(Wx)_y + λ‖W‖² (sign flipped, and a
+      Hessian 2λI); its proof uses λI, i.e. the penalty (λ/2)‖W‖² used here.
+    * radius r = (2 L_D(0)/λ)^{1/2} = (2 log C / λ)^{1/2}: the regularised minimiser satisfies
+      L_D(θ*) + (λ/2)‖θ*‖² ≤ L_D(0) = log C (seed, §3.3), so projecting onto this ball keeps
+      θ*. (The other bound, L/λ, is circular once L includes the penalty.)
+    * L = √2·R + λr: ‖∇_W(−log softmax)‖_F = ‖p − e_y‖‖x‖ ≤ √2‖x‖ and the penalty adds λ‖W‖
+      ≤ λr on the ball, so ℓ is L-Lipschitz on C (what the sensitivity lemma uses).
+
+    ``X``: (n, p) features (append a constant column for a bias). Returns
+    :class:`LogisticConstants` (β, λ, L, radius).
+    """
+    x = _features(X)
+    lm = check_positive("lam", lam)
+    c = check_int("num_classes", num_classes, low=2)
+    check_choice("smoothness", smoothness, ("dataset", "example"))
+    norms = np.linalg.norm(x, axis=1)
+    if feature_bound is None:
+        R = float(norms.max())
+    else:
+        R = check_positive("feature_bound", feature_bound)
+        if norms.max() > R * (1 + 1e-9):
+            raise ValueError(f"feature_bound must be >= max ||x_i|| = {norms.max():g}, "
+                             f"got {feature_bound!r}")
+    if smoothness == "dataset":
+        beta = float(np.linalg.eigvalsh(x.T @ x / x.shape[0])[-1]) / 2.0 + lm
+    else:
+        beta = R**2 / 2.0 + lm
+    radius = math.sqrt(2.0 * math.log(c) / lm)
+    return LogisticConstants(beta, lm, math.sqrt(2.0) * R + lm * radius, radius)
+
+
+def _as_tensors(X, y, device, dtype):
+    import torch
+
+    Xt = torch.as_tensor(_features(X)).to(device, dtype)
+    yt = torch.as_tensor(y.detach().cpu().numpy() if torch.is_tensor(y) else np.asarray(y))
+    if yt.ndim != 1 or yt.shape[0] != Xt.shape[0] or yt.dtype.is_floating_point:
+        raise ValueError(f"y must be an integer label vector of length {Xt.shape[0]}, "
+                         f"got shape {tuple(yt.shape)}")
+    return Xt, yt.to(device, torch.int64)
+
+
+def logistic_regression_grad(X: object, y: object, lam: float, num_classes: int, *,
+                             device: object = None, dtype: object = None) -> Callable:
+    """∇L_B for :func:`dp_sgld`: ``grad(theta, idx)`` with θ of shape (chains, C·p) and ``idx``
+    (chains, m) batch indices (``None``: the full data set) returns
+    (1/m) Σ_{i∈B} (p_i − e_{y_i}) x_iᵀ + λW per chain, batched with einsum (no loop)."""
+    import torch
+
+    from .device import get_device
+
+    lm = check_real("lam", lam, low=0.0, low_open=False)
+    c = check_int("num_classes", num_classes, low=2)
+    dev = torch.device(get_device() if device is None else device)
+    dt = dtype or (torch.float64 if dev.type == "cpu" else torch.float32)
+    Xt, yt = _as_tensors(X, y, dev, dt)
+    if int(yt.max()) >= c or int(yt.min()) < 0:
+        raise ValueError(f"y must hold labels in [0, {c - 1}], got "
+                         f"{int(yt.min())}..{int(yt.max())}")
+    p = Xt.shape[1]
+
+    def grad(theta, idx=None):
+        W = theta.reshape(theta.shape[0], c, p)
+        if idx is None:
+            xb, yb = Xt.expand(theta.shape[0], -1, -1), yt.expand(theta.shape[0], -1)
+        else:
+            xb, yb = Xt[idx], yt[idx]
+        probs = torch.softmax(torch.einsum("bmp,bcp->bmc", xb, W), dim=-1)
+        probs = probs - torch.nn.functional.one_hot(yb, c).to(probs.dtype)
+        g = torch.einsum("bmc,bmp->bcp", probs, xb) / xb.shape[1] + lm * W
+        return g.reshape(theta.shape)
+
+    grad.num_features, grad.num_classes = p, c
+    return grad
+
+
+def logistic_regression_loss(theta: object, X: object, y: object, lam: float,
+                             num_classes: int) -> np.ndarray:
+    """Regularised empirical loss L_D(θ) + (λ/2)‖θ‖² per chain (θ: (chains, C·p) or (C·p,))."""
+    import torch
+
+    t = torch.as_tensor(np.asarray(theta) if not torch.is_tensor(theta) else theta).double().cpu()
+    t = t.reshape(-1, t.shape[-1])
+    Xt, yt = _as_tensors(X, y, "cpu", torch.float64)
+    c = check_int("num_classes", num_classes, low=2)
+    lm = check_real("lam", lam, low=0.0, low_open=False)
+    logits = torch.einsum("np,bcp->bnc", Xt, t.reshape(t.shape[0], c, -1))
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), yt.expand(t.shape[0], -1),
+                                           reduction="none").mean(1)
+    return (ce + lm / 2 * (t**2).sum(1)).numpy()
+
+
+def logistic_regression_accuracy(theta: object, X: object, y: object,
+                                 num_classes: int) -> np.ndarray:
+    """Test accuracy per chain of the linear classifier argmax_c (Wx)_c."""
+    import torch
+
+    t = torch.as_tensor(np.asarray(theta) if not torch.is_tensor(theta) else theta).double().cpu()
+    t = t.reshape(-1, t.shape[-1])
+    Xt, yt = _as_tensors(X, y, "cpu", torch.float64)
+    c = check_int("num_classes", num_classes, low=2)
+    pred = torch.einsum("np,bcp->bnc", Xt, t.reshape(t.shape[0], c, -1)).argmax(-1)
+    return (pred == yt).double().mean(1).numpy()
+
+
+# --- the algorithm in torch ----------------------------------------------------------------------
+
+def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int,
+            step_sizes: float | np.ndarray, sigma: float, K: int | None = None, seed: int,
+            radius: float | None = None, lam: float | None = None, shape: tuple | None = None,
+            beta: float | None = None, device: object = None, dtype: object = None,
+            trajectory: bool = False):
+    """DP-SGLD (Ryffel, Bach & Pointcheval 2022, Algorithm 1) for several chains at once, in torch.
+
+    θ_{k+1} = Π_C(θ_k − η_k ∇L_{B_k}(θ_k) + √(2η_k) σ Z_k), Z_k ∼ N(0, I_d), k = 0, …, K − 1.
+
+    * ``grad_fn(theta, idx)``: the mean gradient over the batch, θ of shape (chains, d),
+      ``idx`` a (chains, m) tensor of record indices, or ``None`` when ``batch_size == n``
+      (full batch: DP-GLD, Chourasia et al. 2021). E.g. :func:`logistic_regression_grad`.
+    * Batches: each step and each chain draws m = ``batch_size`` *distinct* indices uniformly
+      (``torch.multinomial`` without replacement), independently of earlier steps — the seed's
+      "sampling with replacement" of whole batches.
+    * ``step_sizes``: a constant (with ``K``) or the sequence (η_0, …, η_{K−1}).
+    * ``sigma`` ≥ 0; σ = 0 is plain projected SGD (no privacy) on the same schedule.
+    * Start: ``theta0`` (chains, d) or, when ``None``, θ_0 ∼ Π_C(N(0, (2σ²/λ) I)) of ``shape``
+      (the start Theorem 3.1 assumes; needs ``lam``).
+    * C: the ℓ2 ball of ``radius`` per chain (None: ℝ^d).
+    * ``beta``: when given, η_k < 1/β is checked (the theorem's condition).
+
+    Returns θ_K (chains, d), or all iterates (K + 1, chains, d) when ``trajectory``. Seeded by a
+    private ``torch.Generator``; ``device`` defaults to :func:`dplib.get_device`, ``dtype`` to
+    float64 on CPU and float32 elsewhere.
+    """
+    import torch
+
+    from .device import get_device
+
+    nn = check_int("n", n, low=1)
+    m = check_int("batch_size", batch_size, low=1)
+    if m > nn:
+        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {batch_size!r}")
+    sg = check_real("sigma", sigma, low=0.0, low_open=False)
+    s = check_int("seed", seed, low=0)
+    eta = np.asarray(step_sizes, dtype=float)
+    if eta.ndim == 0:
+        if K is None:
+            raise ValueError("K must be given (an integer >= 0) when step_sizes is a constant")
+        etas = np.full(check_int("K", K, low=0), check_positive("step_sizes", float(eta)))
+    else:
+        etas = check_real_array("step_sizes", eta, low=0.0)
+        if etas.ndim != 1:
+            raise ValueError(f"step_sizes must be 1-d, got shape {etas.shape}")
+        if K is not None:
+            k = check_int("K", K, low=0)
+            if k > etas.size:
+                raise ValueError(f"K must be in [0, len(step_sizes)] = [0, {etas.size}], got {K}")
+            etas = etas[:k]
+    if beta is not None and etas.size and etas.max() >= 1.0 / check_positive("beta", beta):
+        raise ValueError(f"step_sizes must be in (0, 1/beta) = (0, {1.0 / beta:g}), "
+                         f"got {etas.max()!r}")
+    r = None if radius is None else check_positive("radius", radius)
+    dev = torch.device(get_device() if device is None else device)
+    if dtype is None:
+        dtype = torch.float64 if dev.type == "cpu" else torch.float32
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(s)
+
+    def project(t):
+        if r is None:
+            return t
+        return t * torch.clamp(r / t.norm(dim=-1, keepdim=True).clamp_min(1e-300), max=1.0)
+
+    if theta0 is None:
+        if lam is None or shape is None:
+            raise ValueError("theta0=None samples θ_0 ∼ Π_C(N(0, 2σ²/λ I)): give lam and shape "
+                             "(chains, d)")
+        lm = check_positive("lam", lam)
+        if len(shape) != 2 or not all(isinstance(v, int) and v >= 1 for v in shape):
+            raise ValueError(f"shape must be (chains, d) with positive integers, got {shape!r}")
+        theta = torch.randn(shape, generator=gen, device=dev, dtype=dtype) * (
+            sg * math.sqrt(2.0 / lm))
+    else:
+        theta = torch.as_tensor(np.asarray(theta0, dtype=float) if not torch.is_tensor(theta0)
+                                else theta0).to(dev, dtype).clone()
+        if theta.ndim != 2 or not torch.isfinite(theta).all():
+            raise ValueError(f"theta0 must be a finite (chains, d) array, got shape "
+                             f"{tuple(theta.shape)}")
+    theta = project(theta)
+    chains = theta.shape[0]
+    weights = torch.ones(chains, nn, device=dev) if 1 < m < nn else None
+    path = [theta.clone()] if trajectory else None
+    for e in etas.tolist():
+        if m == nn:
+            idx = None
+        elif m == 1:      # one uniform record: the same law, without the (chains, n) weights
+            idx = torch.randint(nn, (chains, 1), generator=gen, device=dev)
+        else:
+            idx = torch.multinomial(weights, m, replacement=False, generator=gen)
+        g = grad_fn(theta, idx)
+        if g.shape != theta.shape:
+            raise ValueError(f"grad_fn must return the shape of theta {tuple(theta.shape)}, "
+                             f"got {tuple(g.shape)}")
+        theta = theta - e * g
+        if sg > 0:
+            theta = theta + math.sqrt(2.0 * e) * sg * torch.randn(
+                theta.shape, generator=gen, device=dev, dtype=dtype)
+        theta = project(theta)
+        if trajectory:
+            path.append(theta.clone())
+    if not torch.isfinite(theta).all():
+        raise ValueError("dp_sgld diverged (non-finite iterate): check step_sizes < 1/beta")
+    return torch.stack(path) if trajectory else theta
+
+
+# --- the experiment ------------------------------------------------------------------------------
+
+@dataclass
+class SGLDResult:
+    """One DP-SGLD training run (several chains = independent seeds of the same run)."""
+    theta: object                 # (chains, C·p) tensor on CPU
+    sigma: float
+    epsilon: float
+    delta: float
+    steps: int
+    batch_size: int
+    schedule: str
+    step_sizes: np.ndarray
+    constants: LogisticConstants
+    test_accuracy: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def train_dp_sgld_logistic(X: object, y: object, *, num_classes: int, lam: float,
+                           epochs: float, batch_size: int, target_epsilon: float | None = 1.0,
+                           delta: float = 1e-5, schedule: str = "constant",
+                           smoothness: str = "example", feature_bound: float | None = None,
+                           chains: int = 1, seed: int = 0, eval_data: tuple | None = None,
+                           device: object = None) -> SGLDResult:
+    """Private logistic regression by DP-SGLD, accounted by Theorem 3.1 (:func:`sgld_rdp`).
+
+    Constants from :func:`logistic_regression_constants` (β by ``smoothness``; the default
+    "example" is the per-example smoothness the theorem needs). Step sizes η = 1/(2β)
+    (``schedule="constant"``, the seed's §5.2) or η_k = 1/(2β + λk/2) ("decreasing"),
+    K = ⌈epochs·n/m⌉ steps, σ from :func:`sgld_calibrate_sigma` for (``target_epsilon``,
+    ``delta``); ``target_epsilon=None`` runs the same schedule without noise (σ = 0, no DP).
+    ``chains`` independent runs in parallel (seeds of one experiment).
+    """
+    check_choice("schedule", schedule, ("constant", "decreasing"))
+    c = check_int("num_classes", num_classes, low=2)
+    x = _features(X)
+    n = x.shape[0]
+    m = check_int("batch_size", batch_size, low=1)
+    ep = check_positive("epochs", epochs)
+    consts = logistic_regression_constants(x, lam, num_classes=c, smoothness=smoothness,
+                                           feature_bound=feature_bound)
+    K = max(1, math.ceil(ep * n / m))
+    etas = np.full(K, 1.0 / (2.0 * consts.beta)) if schedule == "constant" else \
+        decreasing_step_sizes(consts.beta, consts.lam, K)
+    if target_epsilon is None:
+        sigma, eps = 0.0, math.inf
+    else:
+        sigma = sgld_calibrate_sigma(target_epsilon, delta, consts.lipschitz, consts.lam, n, etas)
+        eps = sgld_epsilon(delta, consts.lipschitz, sigma, consts.lam, n, etas)[0]
+    grad = logistic_regression_grad(x, y, consts.lam, c, device=device)
+    d = c * x.shape[1]
+    theta = dp_sgld(grad, None if sigma > 0 else np.zeros((chains, d)), n=n, batch_size=m,
+                    step_sizes=etas, sigma=sigma, seed=seed, radius=consts.radius,
+                    lam=consts.lam, shape=(chains, d), beta=None, device=device).cpu()
+    acc = None
+    if eval_data is not None:
+        acc = logistic_regression_accuracy(theta, eval_data[0], eval_data[1], c)
+    return SGLDResult(theta, sigma, eps, delta, K, m, schedule, etas, consts, acc)
+
+
+def table4_diagnostics(beta: float, lam: float, epsilon_rdp: float, alpha: float, n: int,
+                       d: int) -> dict:
+    """The quantities of the seed's Table 4: β, β/λ and (εn²/(αd)) / (β/λ)².
+
+    The last one decides whether Theorem 4.2's step count K = max((β/λ)·εn²/(αd),
+    (λ/β)(εn²/(αd))²) grows like n² (ratio < 1, the first term wins) or n⁴ (ratio > 1).
+    ``epsilon_rdp`` and ``alpha`` are the RDP pair (ε at order α) of the run.
+    """
+    b = check_positive("beta", beta)
+    lm = check_positive("lam", lam)
+    e = check_positive("epsilon_rdp", epsilon_rdp)
+    a = check_real("alpha", alpha, low=1.0)
+    nn = check_int("n", n, low=1)
+    dd = check_int("d", d, low=1)
+    ratio = e * nn**2 / (a * dd)
+    return {"beta": b, "beta_over_lam": b / lm, "ratio": ratio / (b / lm) ** 2,
+            "K_theorem_4_2": max(b / lm * ratio, lm / b * ratio**2)}
+
+
+# --- DP-SGD baseline under the same adjacency, and the comparison --------------------------------
+
+def calibrate_noise_replace_one(target_epsilon: float, delta: float, sample_rate: float,
+                                num_steps: int) -> float:
+    """Noise multiplier σ making ``num_steps`` Poisson-subsampled Gaussian steps (DP-SGD)
+    (ε, δ)-DP under *replace-one* adjacency, the relation of Theorem 3.1.
+
+    :func:`dplib.accounting.calibrate_noise` (and :func:`dplib.training.train`) use add/remove,
+    the convention of Opacus — which is also what the seed's DP-SGD baseline used. Replacing a
+    record is a removal and an addition, so the same ε is a weaker promise under add/remove.
+    Here ε(σ) is the PLD of :class:`dplib.accounting.PLDAccountant` with
+    ``neighboring="replace_one"``, solved by Brent's method in log σ; the result satisfies
+    ε(σ) ≤ target (checked).
+    """
+    from scipy.optimize import brentq
+
+    from .accounting import PLDAccountant
+
+    eps_t = check_positive("target_epsilon", target_epsilon)
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    T = check_int("num_steps", num_steps, low=1)
+    check_probability("delta", delta, low_open=True, high_open=True)
+
+    def f(log_s: float) -> float:
+        acc = PLDAccountant(neighboring="replace_one")
+        return acc.step(noise_multiplier=math.exp(log_s), sample_rate=q,
+                        num_steps=T).get_epsilon(delta) - eps_t
+
+    lo, hi = math.log(0.3), math.log(3.0)
+    while f(hi) > 0:
+        if hi > math.log(1e4):
+            raise ValueError(f"target_epsilon={target_epsilon!r} needs a noise multiplier above "
+                             "1e4 for these delta, sample_rate, num_steps")
+        lo, hi = hi, hi + math.log(4.0)
+    while f(lo) <= 0 and lo > math.log(1e-2):
+        lo, hi = lo - math.log(4.0), lo
+    s = math.exp(brentq(f, lo, hi, xtol=1e-6))
+    while f(math.log(s)) > 0:
+        s *= 1 + 1e-6
+    return s
+
+
+METHODS = ("DP-SGLD constant", "DP-SGLD decreasing", "DP-GLD", "DP-SGD add/remove",
+           "DP-SGD replace-one", "No DP constant", "No DP decreasing")
+
+
+def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_size: int = 200,
+                    lam: float = 0.03, target_epsilon: float = 1.0, delta: float = 1e-5,
+                    max_grad_norm: float = 1.0, methods: tuple = METHODS,
+                    device: object = None) -> dict:
+    """The seed's Tables 1–2 protocol on a data set of unit-norm features (see
+    :func:`compare_on_digits`). ``data``: {"train": (X, y), "test": (X, y), "num_classes": C}
+    with ‖x‖ ≤ 1 (a public bound). ``methods``: a subset of :data:`METHODS`.
+
+    Returns ``{"rows": [...], "diagnostics": {...}}``; each row has "key" (its name in
+    :data:`METHODS`), "method", "schedule",
+    "adjacency", "epsilon", "sigma", "steps", "batch_size", "accuracy" (array over seeds).
+    """
+    import torch
+
+    from .accounting import DEFAULT_ORDERS
+    from .training import evaluate, make_logistic_regression, train
+
+    s = check_int("seeds", seeds, low=1)
+    for mth in methods:
+        check_choice("methods", mth, METHODS)
+    (X, y), (Xt, yt), C = data["train"], data["test"], data["num_classes"]
+    X = _features(X)
+    n, p = X.shape
+    m = check_int("batch_size", batch_size, low=1)
+    rows = []
+
+    def sgld(key, method, schedule, batch, target, ep):
+        res = train_dp_sgld_logistic(X, y, num_classes=C, lam=lam, epochs=ep, batch_size=batch,
+                                     target_epsilon=target, delta=delta, schedule=schedule,
+                                     chains=s, seed=0, eval_data=(Xt, yt), device=device,
+                                     feature_bound=1.0)
+        rows.append(dict(key=key, method=method, schedule=schedule,
+                         adjacency="replace-one" if target else "-", epsilon=res.epsilon,
+                         sigma=res.sigma, steps=res.steps, batch_size=batch,
+                         accuracy=res.test_accuracy))
+        return res
+
+    # the constant-step run always happens: it fixes η and K for the other rows
+    const = sgld("DP-SGLD constant", "DP-SGLD", "constant", m, target_epsilon, epochs)
+    if "DP-SGLD constant" not in methods:
+        rows.pop()
+    if "DP-SGLD decreasing" in methods:
+        sgld("DP-SGLD decreasing", "DP-SGLD", "decreasing", m, target_epsilon, epochs)
+    if "DP-GLD" in methods:       # full batches for the same number of steps
+        sgld("DP-GLD", "DP-GLD (full batch)", "constant", n, target_epsilon, const.steps)
+    q, lr = m / n, float(const.step_sizes[0])
+    T = max(1, round(epochs / q))
+    dpsgd = [(a, k) for a, k in (("add/remove", "DP-SGD add/remove"),
+                                 ("replace-one", "DP-SGD replace-one")) if k in methods]
+    if dpsgd:
+        Xtt, ytt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(np.asarray(y))
+        Xet = torch.as_tensor(_features(Xt), dtype=torch.float32)
+        yet = torch.as_tensor(np.asarray(yt))
+    for adjacency, key in dpsgd:
+        kwargs = dict(target_epsilon=target_epsilon) if adjacency == "add/remove" else \
+            dict(noise_multiplier=calibrate_noise_replace_one(target_epsilon, delta, q, T))
+        accs = []
+        for seed in range(s):
+            res = train(make_logistic_regression(p, C), (Xtt, ytt), sample_rate=q, lr=lr,
+                        steps=T, max_grad_norm=max_grad_norm, delta=delta, seed=seed,
+                        device=device, **kwargs)
+            accs.append(evaluate(res.model, Xet, yet, device=device))
+        eps = target_epsilon if adjacency == "replace-one" else res.epsilon
+        rows.append(dict(key=key, method="DP-SGD", schedule="constant", adjacency=adjacency,
+                         epsilon=eps, sigma=res.noise_multiplier, steps=T, batch_size=m,
+                         accuracy=np.array(accs)))
+    if "No DP constant" in methods:
+        sgld("No DP constant", "No DP", "constant", m, None, epochs)
+    if "No DP decreasing" in methods:
+        sgld("No DP decreasing", "No DP", "decreasing", m, None, epochs)
+
+    c = const.constants
+    _, alpha = sgld_epsilon(delta, c.lipschitz, const.sigma, c.lam, n, const.step_sizes)
+    eps_alpha = float(sgld_rdp(alpha, c.lipschitz, const.sigma, c.lam, n, const.step_sizes))
+    dataset_beta = logistic_regression_constants(X, lam, num_classes=C).beta
+    diag = table4_diagnostics(c.beta, c.lam, eps_alpha, alpha, n, C * p)
+    diag.update(epsilon_rdp=eps_alpha, beta_dataset=dataset_beta,
+                beta_over_lam_dataset=dataset_beta / c.lam, lipschitz=c.lipschitz,
+                radius=c.radius, alpha=alpha, n=n, d=C * p, sigma=const.sigma,
+                step_size=lr, steps=const.steps,
+                released_iterates_epsilon=released_iterates_epsilon(
+                    delta, c.lipschitz, const.sigma, n, m, const.step_sizes))
+    return {"rows": rows, "diagnostics": diag}
+
+
+def compare_on_digits(*, seeds: int = 5, epochs: float = 30, batch_size: int = 200,
+                      lam: float = 0.03, dim: int = 16, target_epsilon: float = 1.0,
+                      delta: float = 1e-5, max_grad_norm: float = 1.0, data_seed: int = 0,
+                      methods: tuple = METHODS, device: object = None) -> dict:
+    """The book's version of the seed's Tables 1–2: private logistic regression on public features.
+
+    Data: :func:`dplib.features.digits_features` (features fitted on a public split). All
+    methods take the same step size η = 1/(2β) (β per example, β = ½ + λ for unit features),
+    the same epochs and batch size m (DP-SGD: Poisson rate m/n), no momentum — the seed's
+    protocol (§5.2). Rows (test accuracy over ``seeds`` runs):
+
+    * DP-SGLD, constant and decreasing step (Theorem 3.1 accounting, replace-one, m records);
+    * DP-GLD: the same with full batches for the same number of steps (Theorem 3.1 with m = n
+      is Chourasia et al.'s theorem, which the one-step check cannot fault);
+    * DP-SGD (:func:`dplib.training.train`, logistic-regression model, clipping C =
+      ``max_grad_norm``) at ε under add/remove (the library's and Opacus' convention) and under
+      replace-one (:func:`calibrate_noise_replace_one`);
+    * no DP: the same projected SGD schedule without noise (σ = 0).
+
+    Returns ``{"rows", "diagnostics", "config"}`` (see :func:`compare_methods`).
+    """
+    from .features import digits_features
+
+    out = compare_methods(digits_features(seed=data_seed, dim=dim), seeds=seeds, epochs=epochs,
+                          batch_size=batch_size, lam=lam, target_epsilon=target_epsilon,
+                          delta=delta, max_grad_norm=max_grad_norm, methods=methods,
+                          device=device)
+    out["config"] = dict(seeds=seeds, epochs=epochs, batch_size=batch_size, lam=lam, dim=dim,
+                         target_epsilon=target_epsilon, delta=delta,
+                         max_grad_norm=max_grad_norm, data_seed=data_seed,
+                         step_size=out["diagnostics"]["step_size"])
+    return out
+
+
+def scaling_study(sizes: tuple = (500, 2000, 8000), *, seeds: int = 2, epochs: float = 30,
+                  batch_fraction: float = 0.2, lam: float = 0.03, target_epsilon: float = 1.0,
+                  delta: float = 1e-5, data_seed: int = 0, device: object = None) -> dict:
+    """Accuracy against the training-set size n on synthetic unit-norm features
+    (:func:`dplib.features.synthetic_features`, the same task for every n): DP-SGLD (decreasing
+    step), DP-SGD (replace-one) and no DP, with the protocol of :func:`compare_methods` and
+    batches of ``batch_fraction``·n. Returns {"sizes", method name: (len(sizes), seeds) array}.
+    """
+    from .features import synthetic_features
+
+    frac = check_probability("batch_fraction", batch_fraction, low_open=True)
+    wanted = ("DP-SGLD decreasing", "DP-SGD replace-one", "No DP decreasing")
+    acc = {k: [] for k in wanted}
+    for n in sizes:
+        data = synthetic_features(check_int("n", n, low=10), n_test=2000, seed=data_seed)
+        out = compare_methods(data, seeds=seeds, epochs=epochs,
+                              batch_size=max(1, round(frac * n)), lam=lam,
+                              target_epsilon=target_epsilon, delta=delta, methods=wanted,
+                              device=device)
+        for row in out["rows"]:
+            acc[row["key"]].append(np.asarray(row["accuracy"]))
+    return {"sizes": np.asarray(sizes), **{k: np.array(v) for k, v in acc.items()}}
+
+
+def format_table(rows: list[dict]) -> str:
+    """The rows of :func:`compare_on_digits` as a plain-text table (accuracy in %, mean ± std)."""
+    head = f"{'method':<21} {'step':<10} {'adjacency':<11} {'eps':>6} {'sigma':>8} " \
+           f"{'steps':>6}  {'accuracy (%)':>13}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        acc = 100 * np.asarray(r["accuracy"])
+        eps = "-" if math.isinf(r["epsilon"]) else f"{r['epsilon']:.2f}"
+        lines.append(f"{r['method']:<21} {r['schedule']:<10} {r['adjacency']:<11} {eps:>6} "
+                     f"{r['sigma']:>8.4g} {r['steps']:>6}  {acc.mean():6.1f} ± {acc.std():4.1f}")
+    return "\n".join(lines)

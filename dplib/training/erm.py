@@ -1,0 +1,297 @@
+"""Private convex empirical risk minimisation: output perturbation, objective perturbation and
+noisy (projected) gradient descent, on L2-bounded logistic regression — the road from
+"perturb the answer" to "perturb the algorithm" (seed 001, lecture 11; Chaudhuri, Monteleoni &
+Sarwate 2011; Bassily, Smith & Thakurta 2014).
+
+Conventions here differ from DP-SGD's on purpose, as in the sources: neighbouring datasets have
+the same size n and differ in ONE record (replace-one adjacency), so the average gradient has ℓ2
+sensitivity 2L/n for an L-Lipschitz loss. Binary labels y ∈ {0, 1}; features with ‖x‖ ≤ 1, so
+the logistic loss ℓ(w; x, y) = log(1 + e^{wᵀx}) − y·wᵀx is L = 1 Lipschitz in w and has second
+derivative at most c = 1/4 along any unit direction.
+
+Everything is NumPy and vectorised over the n records.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validate import as_generator, check_int, check_positive, check_real
+
+__all__ = ["logistic_loss", "logistic_grad", "fit_logistic", "dpgd_sigma", "dpgd_bound",
+           "dpgd_steps", "dp_gd_logistic", "output_perturbation_logistic",
+           "objective_perturbation_logistic", "balanced_lambda", "perturbed_median",
+           "synthetic_logistic"]
+
+
+def _check_xy(X: object, y: object) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] == 0:
+        raise ValueError(f"X must be [n, d] and y [n] with n >= 1, got {X.shape} and {y.shape}")
+    if not np.all((y == 0) | (y == 1)):
+        raise ValueError("y must hold binary labels 0/1")
+    norms = np.linalg.norm(X, axis=1)
+    if np.any(norms > 1 + 1e-9):
+        raise ValueError(f"every row of X must have norm <= 1 (so the loss is 1-Lipschitz), "
+                         f"got a row of norm {norms.max():.4g}")
+    return X, y
+
+
+def synthetic_logistic(n: int, d: int, *, weight_norm: float = 4.0,
+                       rng: np.random.Generator | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A logistic-regression population: directions uniform on the sphere, norms uniform in
+    [0.5, 1] (so ‖x‖ ≤ 1), labels y ~ Bernoulli(sigmoid(w₀ᵀx)) for a fixed random w₀ of norm
+    ``weight_norm``. The labels are noisy, so the empirical risk has a finite minimiser (near w₀
+    for large n). Returns (X [n, d], y [n], w₀)."""
+    n = check_int("n", n)
+    d = check_int("d", d)
+    r = check_positive("weight_norm", weight_norm)
+    gen = as_generator(rng)
+    w0 = gen.normal(size=d)
+    w0 *= r / np.linalg.norm(w0)
+    X = gen.normal(size=(n, d))
+    X *= gen.uniform(0.5, 1.0, size=(n, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
+    y = (gen.random(n) < 0.5 * (1 + np.tanh(0.5 * X @ w0))).astype(float)
+    return X, y, w0
+
+
+def logistic_loss(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+    """(1/n) Σ_i log(1 + exp(wᵀx_i)) − y_i wᵀx_i (computed stably with logaddexp)."""
+    z = X @ w
+    return float(np.mean(np.logaddexp(0.0, z) - y * z))
+
+
+def logistic_grad(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Gradient of :func:`logistic_loss`: (1/n) Σ_i (sigmoid(wᵀx_i) − y_i) x_i."""
+    z = X @ w
+    p = 0.5 * (1.0 + np.tanh(0.5 * z))        # sigmoid without overflow
+    return X.T @ (p - y) / X.shape[0]
+
+
+def _project(w: np.ndarray, radius: float) -> np.ndarray:
+    norm = np.linalg.norm(w)
+    return w if norm <= radius else w * (radius / norm)
+
+
+def fit_logistic(X: object, y: object, *, lam: float = 0.0, radius: float = math.inf,
+                 linear_term: np.ndarray | None = None, steps: int = 1000) -> np.ndarray:
+    """argmin over ‖w‖ ≤ radius of (1/n)Σℓ + (λ/2)‖w‖² + bᵀw (b = ``linear_term``), by
+    accelerated projected gradient descent (Nesterov/FISTA) with step 1/β, β = ‖X‖²₂/(4n) + λ —
+    the non-private reference and the solver inside the perturbation mechanisms."""
+    X, y = _check_xy(X, y)
+    lam = check_real("lam", lam, low=0.0, low_open=False)
+    r = check_real("radius", radius, low=0.0, high=math.inf, high_open=False)
+    b = np.zeros(X.shape[1]) if linear_term is None else np.asarray(linear_term, float)
+    beta = np.linalg.norm(X, 2) ** 2 / (4 * X.shape[0]) + lam + 1e-12
+    w = v = np.zeros(X.shape[1])
+    t = 1.0
+    for _ in range(check_int("steps", steps)):
+        g = logistic_grad(v, X, y) + lam * v + b
+        w_new = _project(v - g / beta, r)
+        t_new = (1 + math.sqrt(1 + 4 * t * t)) / 2
+        v = w_new + (t - 1) / t_new * (w_new - w)
+        w, t = w_new, t_new
+    return w
+
+
+def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: float = 1.0, *,
+               form: str = "derived") -> float:
+    """Noise std σ per coordinate, added to the average gradient at each of T steps of DP-GD, so
+    that the T steps together are (ε, δ)-DP (replace-one adjacency, 0 < ε < 1).
+
+    Derivation (seed 001; Bassily, Smith & Thakurta 2014): the average gradient has sensitivity
+    Δ = 2L/n. Advanced composition in the form of Dwork & Roth 2014, Cor. 3.21: T mechanisms
+    that are (ε', δ')-DP with ε' = ε / √(8T ln(1/δ₀)) compose to (ε, Tδ' + δ₀) for ε < 1. Take
+    δ₀ = δ' = δ/(T+1) (total δ) and the classic Gaussian mechanism σ = Δ√(2 ln(1.25/δ'))/ε'
+    (Dwork & Roth, Thm A.1; ε' < 1):
+
+    $$ \\sigma = \\frac{8L\\sqrt{T}}{\\varepsilon n}
+       \\sqrt{\\ln\\frac{T+1}{\\delta}\\,\\ln\\frac{1.25(T+1)}{\\delta}}. $$
+
+    ``form="seed"`` returns the lecture's closed form σ = 8L√T/(εn)·(ln(1.25/δ) + ln(T+1)) =
+    8L√T/(εn)·ln(1.25(T+1)/δ). The lecture writes ln(1/δ) where the derivation needs
+    ln(1/δ₀) = ln((T+1)/δ); its closed form is nevertheless at least the derived σ (because
+    √(ab) ≤ b for a ≤ b), so it is safe, just a little more noise.
+
+    ``form="gdp"`` accounts the same T Gaussian steps exactly instead: each is (Δ/σ)-GDP, T of
+    them are (√T·Δ/σ)-GDP (Dong, Roth & Su 2022, Cor. 3.3), and μ-GDP is (ε, δ)-DP exactly when
+    1/μ is the analytic Gaussian σ of (ε, δ) (Balle & Wang 2018): σ = Δ√T·σ_analytic(ε, δ). Valid
+    for every ε > 0, and several times smaller than the advanced-composition σ.
+    """
+    if form not in ("derived", "seed", "gdp"):
+        raise ValueError(f"form must be 'derived', 'seed' or 'gdp', got {form!r}")
+    eps = check_real("epsilon", epsilon, low=0.0, high=math.inf if form == "gdp" else 1.0)
+    d = check_real("delta", delta, low=0.0, high=1.0)
+    T = check_int("steps", steps)
+    n = check_int("n", n)
+    L = check_positive("lipschitz", lipschitz)
+    if form == "seed":
+        return 8 * L * math.sqrt(T) / (eps * n) * math.log(1.25 * (T + 1) / d)
+    if form == "gdp":
+        from ..mechanisms import gaussian_sigma
+        return (2 * L / n) * math.sqrt(T) * float(gaussian_sigma(eps, d, 1.0, "analytic"))
+    d0 = d / (T + 1)
+    eps_step = eps / math.sqrt(8 * T * math.log(1 / d0))
+    return (2 * L / n) * math.sqrt(2 * math.log(1.25 / d0)) / eps_step
+
+
+def dpgd_bound(epsilon: float, delta: float, steps: object, n: int, d: int,
+               diameter: float, lipschitz: float = 1.0, *,
+               form: str = "derived") -> np.ndarray | float:
+    """The excess-risk bound of DP-GD after T steps (seed 001, from Shamir & Zhang 2013, Thm 2):
+    E[L(w_T)] − min L ≤ 2·D·G·(2 + ln T)/√T with G² = L² + dσ(T)², σ(T) = :func:`dpgd_sigma`
+    (the step size c/√t with the optimal c = D/G). Vectorised over ``steps``."""
+    T = np.atleast_1d(np.asarray(steps))
+    if T.size == 0 or np.any(T < 1) or not np.issubdtype(T.dtype, np.integer):
+        raise ValueError(f"steps must be integers >= 1, got {steps!r}")
+    d = check_int("d", d)
+    D = check_positive("diameter", diameter)
+    L = check_positive("lipschitz", lipschitz)
+    sig = np.array([dpgd_sigma(epsilon, delta, int(t), n, L, form=form) for t in T])
+    out = 2 * D * np.sqrt(L ** 2 + d * sig ** 2) * (2 + np.log(T)) / np.sqrt(T)
+    return float(out[0]) if np.ndim(steps) == 0 else out
+
+
+def dpgd_steps(epsilon: float, delta: float, n: int, d: int, *, max_steps: int = 100_000,
+               form: str = "derived") -> int:
+    """The T in [1, max_steps] that minimises :func:`dpgd_bound` (independent of D and of L up
+    to the scale): few steps leave optimisation error, many steps need so much noise per step
+    that the noise term dominates. This is the "choose T appropriately" of the DP-GD theorem."""
+    grid = np.unique(np.geomspace(1, check_int("max_steps", max_steps), 200).astype(np.int64))
+    return int(grid[np.argmin(dpgd_bound(epsilon, delta, grid, n, d, 1.0, form=form))])
+
+
+def balanced_lambda(method: str, epsilon: float, delta: float, n: int, d: int,
+                    radius: float) -> float:
+    """A data-independent regularisation strength λ for the perturbation mechanisms, from
+    balancing the two error terms of each (L = 1, ‖w*‖ ≤ R):
+
+    * ``"output"``: bias λR²/2 against the noise's first-order effect Lσ√d with
+      σ = 2L√(2 ln(1.25/δ))/(nλε): λ = (2/R)·√(√d·√(2 ln(1.25/δ))/(nε)) — the excess risk is
+      then of order (√d/(εn))^{1/2}, as in the output-perturbation bound of seed 001;
+    * ``"objective"``: bias λR²/2 against the shift ‖b‖²/(n²λ) caused by the linear term, with
+      E‖b‖ ≈ 2d/ε: λ = 2√2·d/(εnR) — excess risk of order d/(εn).
+    These are simple choices for illustration (constants not optimised), not tuned on data.
+    """
+    eps = check_positive("epsilon", epsilon)
+    n = check_int("n", n)
+    d = check_int("d", d)
+    r = check_positive("radius", radius)
+    if method == "output":
+        dl = check_real("delta", delta, low=0.0, high=1.0)
+        return (2 / r) * math.sqrt(math.sqrt(d) * math.sqrt(2 * math.log(1.25 / dl)) / (n * eps))
+    if method == "objective":
+        return 2 * math.sqrt(2) * d / (eps * n * r)
+    raise ValueError(f"method must be 'output' or 'objective', got {method!r}")
+
+
+def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps: int,
+                   radius: float, rng: np.random.Generator | int,
+                   lr_scale: float | None = None, form: str = "derived") -> np.ndarray:
+    """Noisy projected gradient descent on the logistic loss over the ball ‖w‖ ≤ R (diameter
+    D = 2R), (ε, δ)-DP by :func:`dpgd_sigma` (replace-one adjacency):
+
+        w_{t+1} = Proj(w_t − η_t (∇L(w_t) + z_t)),  z_t ~ N(0, σ² I),  η_t = c/√t,
+
+    with c = D/G, G² = L² + dσ² (the step that balances the Shamir & Zhang 2013 bound
+    (D²/c + cG²)(2 + log T)/√T, as in seed 001). Returns the last iterate w_T, whose excess risk is
+    Õ(LD√d/(εn)) for T ≈ (εn)²/d (Bassily, Smith & Thakurta 2014).
+
+    Float noise: the Gaussian draws are NumPy floating-point samples, not safe against the
+    floating-point attack of Mironov 2012 (an exact discrete sampler would be; see
+    :mod:`dplib.mechanisms.discrete`).
+    """
+    X, y = _check_xy(X, y)
+    T = check_int("steps", steps)
+    r = check_positive("radius", radius)
+    gen = as_generator(rng)
+    n, d = X.shape
+    sigma = dpgd_sigma(epsilon, delta, T, n, 1.0, form=form)
+    c = (2 * r / math.sqrt(1.0 + d * sigma ** 2)) if lr_scale is None else \
+        check_positive("lr_scale", lr_scale)
+    w = np.zeros(d)
+    for t in range(1, T + 1):        # a loop over steps; each step is vectorised over records
+        g = logistic_grad(w, X, y) + gen.normal(0.0, sigma, size=d)
+        w = _project(w - c / math.sqrt(t) * g, r)
+    return w
+
+
+def output_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: float,
+                                 delta: float, rng: np.random.Generator | int) -> np.ndarray:
+    """Output perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1, here with Gaussian
+    noise): w* = argmin (1/n)Σℓ + (λ/2)‖w‖², released as w* + N(0, σ²I).
+
+    λ-strong convexity is what makes this work: the minimiser moves by at most Δ = 2L/(nλ) when
+    one record is replaced (CMS 2011, Cor. 8), so σ is the analytic Gaussian calibration
+    (Balle & Wang 2018) for sensitivity Δ. Without strong convexity (λ → 0) Δ is unbounded.
+
+    Float noise: the Gaussian draws are NumPy floating-point samples, not safe against the
+    floating-point attack of Mironov 2012 (an exact discrete sampler would be; see
+    :mod:`dplib.mechanisms.discrete`).
+    """
+    from ..mechanisms import gaussian_sigma
+    X, y = _check_xy(X, y)
+    lam = check_positive("lam", lam)
+    w = fit_logistic(X, y, lam=lam)
+    sigma = gaussian_sigma(epsilon, delta, 2.0 / (X.shape[0] * lam), method="analytic")
+    return w + as_generator(rng).normal(0.0, sigma, size=w.shape)
+
+
+def objective_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: float,
+                                    rng: np.random.Generator | int) -> np.ndarray:
+    """Objective perturbation, ε-DP (Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2, with
+    their Theorem 9 conditions: L = 1, second derivative ≤ c = 1/4, ‖x‖ ≤ 1):
+
+    ε' = ε − ln(1 + 2c/(nλ) + c²/(n²λ²)); if ε' ≤ 0, add Δ = c/(n(e^{ε/4} − 1)) − λ to the
+    regulariser and set ε' = ε/2. Draw b with density ∝ exp(−ε'‖b‖/2) (norm ~ Gamma(d, 2/ε'),
+    uniform direction) and release argmin (1/n)Σℓ + (λ+Δ)/2 ‖w‖² + bᵀw/n.
+
+    The noise enters the objective, not the answer; the proof needs a strongly convex, twice
+    differentiable objective (the regulariser) — :func:`perturbed_median` shows what happens
+    without it.
+
+    Float noise: b is drawn in floating point (Gamma norm, Gaussian direction), not safe
+    against the floating-point attack of Mironov 2012.
+    """
+    X, y = _check_xy(X, y)
+    lam = check_positive("lam", lam)
+    eps = check_positive("epsilon", epsilon)
+    gen = as_generator(rng)
+    n, d = X.shape
+    c = 0.25
+    eps_p = eps - math.log(1 + 2 * c / (n * lam) + c * c / (n * n * lam * lam))
+    extra = 0.0
+    if eps_p <= 0:
+        extra = c / (n * (math.exp(eps / 4) - 1)) - lam
+        eps_p = eps / 2
+    direction = gen.normal(size=d)
+    direction /= np.linalg.norm(direction)
+    b = gen.gamma(shape=d, scale=2.0 / eps_p) * direction
+    return fit_logistic(X, y, lam=lam + extra, linear_term=b / n)
+
+
+def perturbed_median(x: object, b: object) -> np.ndarray:
+    """argmin_w (1/n)Σ_i |w − x_i| + (b/n)·w for each noise value b (vectorised over b).
+
+    The objective-perturbation recipe applied to the median, a convex but NOT strongly convex
+    (and not differentiable) loss (seed 001). The perturbed objective is piecewise linear, so
+    for |b| < n its minimum sits at a data point: the smallest x_(k) where the slope
+    #{x_i ≤ w} − #{x_i > w} + b turns non-negative. The output is then a record itself — for
+    D = {0, 100} vs D' = {0, 101}, any b ∈ (−2, 0) releases 100 vs 101 (disjoint outputs, no
+    finite ε). |b| ≥ n makes the objective unbounded below; that is refused.
+    """
+    xs = np.sort(np.asarray(x, dtype=float).ravel())
+    bs = np.asarray(b, dtype=float)
+    n = xs.size
+    if n == 0 or not np.all(np.isfinite(xs)):
+        raise ValueError("x must be a non-empty array of finite numbers")
+    if np.any(~np.isfinite(bs)) or np.any(np.abs(bs) >= n):
+        raise ValueError(f"b must satisfy |b| < n = {n} (else the objective is unbounded "
+                         f"below), got max |b| = {np.max(np.abs(bs)):.4g}")
+    # slope just right of x_(k) (k = 1..n, ties resolved by counting): 2k − n + b, k = #{x_i ≤ w}
+    k = np.arange(1, n + 1)
+    slope_right = 2 * k[None, :] - n + bs.reshape(-1, 1)
+    first = np.argmax(slope_right >= 0, axis=1)
+    return xs[first].reshape(bs.shape)

@@ -1,0 +1,162 @@
+"""Per-example gradients with ``torch.func`` and per-example clipping.
+
+For a model f_θ and a loss ℓ, DP-SGD needs g_i = ∇_θ ℓ(f_θ(x_i), y_i) for every example i of a
+batch separately (Abadi et al. 2016, Algorithm 1, "compute gradient"), not only their sum.
+``torch.func.grad`` differentiates the loss of ONE example as a pure function of the parameters
+(``functional_call``), and ``torch.func.vmap`` maps it over the batch dimension: one vectorised
+call, no Python loop over examples (the "whole-model vmap" approach of the PyTorch
+documentation's per-sample-gradients tutorial and of Opacus' ``functorch`` grad sampler).
+
+Clipping (Abadi et al. 2016, Alg. 1): ḡ_i = g_i · min(1, C / ‖g_i‖₂), where ‖g_i‖₂ is the norm of
+the concatenation of ALL parameters' gradients ("flat" clipping). Then ‖ḡ_i‖ ≤ C, so adding or
+removing one example changes Σ_i ḡ_i by at most C in ℓ2 norm — the sensitivity the Gaussian noise
+N(0, σ²C²) is calibrated to.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, grad, grad_and_value, vmap
+
+from .._validate import check_real
+
+__all__ = ["per_example_grads", "clip_per_example", "clip_factors", "per_example_losses",
+           "clipped_grad_sum"]
+
+
+def check_max_grad_norm(max_grad_norm: object) -> float:
+    """C ∈ (0, ∞]; C = ∞ means "no clipping" (only meaningful with σ = 0)."""
+    return check_real("max_grad_norm", max_grad_norm, low=0.0, high=math.inf, high_open=False)
+
+
+def _trainable(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
+
+
+def _check_batch(x: torch.Tensor, y: torch.Tensor) -> None:
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise ValueError(f"x and y must be torch tensors, got {type(x).__name__} and "
+                         f"{type(y).__name__}")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x and y must have the same number of examples, got {x.shape[0]} "
+                         f"and {y.shape[0]}")
+
+
+def _one_example_loss(model: nn.Module, loss_fn: Callable):
+    """ℓ(θ; x, y) for ONE example, as a function of the parameter dict (for torch.func)."""
+    def loss(params, buffers, x, y):
+        out = functional_call(model, (params, buffers), (x.unsqueeze(0),))
+        return loss_fn(out, y.unsqueeze(0))
+    return loss
+
+
+def per_example_grads(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
+                      y: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Gradient of ``loss_fn(model(x_i), y_i)`` for every example i and trainable parameter.
+
+    Returns ``{name: tensor of shape [B, *param.shape]}``. ``loss_fn(logits, targets)`` must return
+    the mean loss of its batch (as ``nn.functional.cross_entropy`` does); it is called on batches
+    of one example, so the mean is that example's loss. Implemented as
+    ``vmap(grad(loss_of_one_example))`` over the batch (``functional_call`` with the model's
+    current parameters and buffers); dropout draws different masks per example
+    (``randomness="different"``). The model must not mix examples (see
+    :func:`~dplib.training.check_dp_compatible`).
+    """
+    _check_batch(x, y)
+    params = _trainable(model)
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    if x.shape[0] == 0:
+        return {k: v.new_zeros((0, *v.shape)) for k, v in params.items()}
+    return _grads_and_losses(model, loss_fn, x, y)[0]
+
+
+def _grads_and_losses(model, loss_fn, x, y):
+    """(per-example grads, per-example losses) in one vmapped call."""
+    params = _trainable(model)
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    g, losses = vmap(grad_and_value(_one_example_loss(model, loss_fn)),
+                     in_dims=(None, None, 0, 0), randomness="different")(params, buffers, x, y)
+    return dict(g), losses
+
+
+def per_example_losses(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
+                       y: torch.Tensor) -> torch.Tensor:
+    """ℓ(f(x_i), y_i) for every example, shape [B], with the autograd graph kept: the model runs
+    once on the whole batch and ``loss_fn`` is mapped over the examples with ``vmap``."""
+    out = model(x)
+    if loss_fn is F.cross_entropy:      # the common case, without vmap's per-call overhead
+        return F.cross_entropy(out, y, reduction="none")
+    return vmap(lambda o, t: loss_fn(o.unsqueeze(0), t.unsqueeze(0)))(out, y)
+
+
+def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
+    """min(1, C/‖g_i‖) for every example (1 where ‖g_i‖ = 0 or C = ∞).
+
+    Written as C / max(‖g_i‖, C), which equals min(1, C/‖g_i‖), is 1 at ‖g_i‖ = 0 and never
+    divides by zero. Abadi et al. 2016, Alg. 1: ḡ = g / max(1, ‖g‖/C).
+    """
+    c = check_max_grad_norm(max_norm)
+    if math.isinf(c):
+        return torch.ones_like(norms)
+    return c / torch.clamp(norms, min=c)
+
+
+def flat_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
+    """‖g_i‖₂ over the concatenation of all parameters, shape [B]."""
+    # vector_norm reduces without materialising g², which for B × (number of parameters)
+    # per-example gradients is as large as the gradients themselves
+    per_param = [torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1)
+                 for g in grads.values()]
+    return torch.linalg.vector_norm(torch.stack(per_param), dim=0)
+
+
+def clip_per_example(grads: dict[str, torch.Tensor],
+                     max_norm: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Clip every example's gradient to ℓ2 norm at most C = ``max_norm`` (C = ∞: no clipping).
+
+    Returns the clipped per-example gradients ḡ_i = g_i · min(1, C/‖g_i‖) (same shapes) and the
+    norms ‖g_i‖ before clipping, shape [B]. The norm is taken over all parameters together.
+    """
+    check_max_grad_norm(max_norm)
+    if not grads:
+        raise ValueError("grads must hold at least one parameter's per-example gradients")
+    sizes = {g.shape[0] for g in grads.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"all per-example gradients need the same batch size, got {sizes}")
+    norms = flat_norms(grads)
+    f = clip_factors(norms, max_norm)
+    clipped = {k: g * f.view(-1, *([1] * (g.dim() - 1))) for k, g in grads.items()}
+    return clipped, norms
+
+
+def clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
+                     max_norm: float, *, chunk_size: int | None = None
+                     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Σ_i ḡ_i over the batch, computed ``chunk_size`` examples at a time (virtual batches).
+
+    Chunking bounds memory by chunk_size × (number of parameters) instead of B × (number of
+    parameters); the sum is the same (up to the order of floating-point additions), because
+    clipping is per example. Returns (sum per parameter, per-example norms [B], per-example
+    losses [B] (detached)).
+    """
+    params = _trainable(model)
+    total = {k: torch.zeros_like(v) for k, v in params.items()}
+    b = x.shape[0]
+    if b == 0:
+        return total, x.new_zeros(0), x.new_zeros(0)
+    step = b if chunk_size is None else chunk_size
+    norms, losses = [], []
+    for start in range(0, b, step):     # a loop over chunks, not over examples
+        xs, ys = x[start:start + step], y[start:start + step]
+        g, ls = _grads_and_losses(model, loss_fn, xs, ys)
+        n = flat_norms(g)
+        f = clip_factors(n, max_norm)
+        for k in total:
+            total[k] += torch.tensordot(f, g[k], dims=1)
+        norms.append(n)
+        losses.append(ls.detach())
+    return total, torch.cat(norms), torch.cat(losses)

@@ -1,0 +1,331 @@
+"""DP-SGD and DP-Adam with Poisson batches and an accountant attached to the run.
+
+One step t of :func:`train` (Abadi, Chu, Goodfellow, McMahan, Mironov, Talwar & Zhang 2016,
+Algorithm 1, with Poisson sampling as in their moments-accountant analysis and in Opacus):
+
+1. Poisson batch: every one of the n training records is in B_t independently with probability
+   q = ``sample_rate`` (:func:`dplib.samplers.poisson_batches`; |B_t| ~ Binomial(n, q), possibly 0).
+2. Per-example gradients g_i (``torch.func.vmap``; or ghost norms, ``ghost=True``), clipped to
+   ḡ_i = g_i · min(1, C/‖g_i‖), C = ``max_grad_norm``.
+3. Noise on the sum: G̃_t = (Σ_{i∈B_t} ḡ_i + N(0, σ²C² I)) / (q n). The divisor is the EXPECTED
+   batch size q·n, a public constant. Dividing by the realised |B_t| would make the step a
+   function of |B_t|, which itself reveals whether a record was sampled (the add/remove analysis
+   assumes the only data-dependent quantity is the clipped sum).
+4. Update: the optimiser (SGD with optional momentum/weight decay, or Adam) is applied to G̃_t.
+   Anything computed from G̃_t alone is post-processing, so DP-Adam costs no extra privacy.
+
+Privacy: each step is the Poisson-subsampled Gaussian mechanism with noise multiplier σ
+(ℓ2-sensitivity C of the sum under add/remove adjacency), so T steps are accounted by
+``RDPAccountant`` or ``PLDAccountant`` of :mod:`dplib.accounting` with (σ, q, T) — exactly the
+object returned in :attr:`TrainResult.accountant`. Neighbouring datasets differ by adding or
+removing one record; the guarantee covers the released final model AND all intermediate models.
+
+Randomness and devices: the Poisson batches come from a NumPy generator and the Gaussian noise
+from a CPU ``torch.Generator`` (then moved to ``device``), both seeded by ``seed``, and the model
+is initialised on the CPU; so the same seed gives the same batches and noise on CPU and GPU, and
+results agree up to floating-point differences of the device arithmetic. Pass
+``noise_device="device"`` to draw the noise on the accelerator (faster for very large models;
+reproducible per device only).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .._validate import check_choice, check_int, check_positive, check_probability, check_real
+from ..accounting import (PLDAccountant, RDPAccountant, calibrate_noise, rdp_to_epsilon,
+                          subsampled_gaussian_rdp)
+from ..accounting._base import check_delta
+from ..samplers import poisson_batches
+from .ghost import ghost_clipped_grad_sum
+from .grads import check_max_grad_norm, clipped_grad_sum
+from .models import check_dp_compatible
+
+__all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits",
+           "steps_for_epochs", "make_accountant"]
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns.
+
+    ``epsilon`` is the final ε at ``delta`` (``math.inf`` for a non-private run, σ = 0);
+    ``history`` has one dict per evaluation with keys "step", "epoch", "epsilon", "train_loss"
+    (mean loss over the batches since the previous entry — a diagnostic computed WITHOUT privacy)
+    and "test_accuracy" (None without ``eval_data``); ``accountant`` is the
+    :mod:`dplib.accounting` accountant that produced ε (no steps recorded when σ = 0).
+    ``batch_sizes`` (the realised Poisson batch sizes) and ``clip_fraction`` (the share of
+    per-example gradients with norm > C) are diagnostics computed from the data WITHOUT noise:
+    fine for studying the algorithm, not covered by ε — do not publish them with the model.
+    """
+    model: nn.Module
+    noise_multiplier: float
+    sample_rate: float
+    steps: int
+    delta: float
+    epsilon: float
+    history: list[dict] = field(default_factory=list)
+    accountant: Any = None
+    max_grad_norm: float = 1.0
+    batch_sizes: np.ndarray | None = None
+    clip_fraction: float = float("nan")
+
+
+def steps_for_epochs(epochs: float, sample_rate: float) -> int:
+    """T = round(epochs / q): an "epoch" of Poisson sampling is 1/q steps (n records seen in
+    expectation). At least one step."""
+    e = check_positive("epochs", epochs)
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    return max(1, int(round(e / q)))
+
+
+def make_accountant(kind: str):
+    """A fresh accountant of :mod:`dplib.accounting`: "rdp" or "pld"."""
+    check_choice("accountant", kind, ("rdp", "pld"))
+    return RDPAccountant() if kind == "rdp" else PLDAccountant()
+
+
+def _as_tensors(data: object, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise ValueError(f"{name} must be a pair (X, y) of tensors or arrays, got "
+                         f"{type(data).__name__}")
+    x, y = data
+    x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
+    y = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y)
+    if x.shape[0] != y.shape[0] or x.shape[0] == 0:
+        raise ValueError(f"{name} must hold the same positive number of inputs and labels, got "
+                         f"{x.shape[0]} and {y.shape[0]}")
+    if x.is_floating_point():
+        x = x.float()
+    if not y.is_floating_point():
+        y = y.long()
+    return x, y
+
+
+def _device(device):
+    from ..device import get_device
+    return torch.device(get_device() if device is None else device)
+
+
+@torch.no_grad()
+def predict_logits(model: nn.Module, X: object, *, device=None,
+                   batch_size: int = 1024) -> torch.Tensor:
+    """The model's outputs on X, in batches of ``batch_size`` (eval mode), returned on the CPU."""
+    dev = _device(device)
+    bs = check_int("batch_size", batch_size)
+    x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X)
+    if x.is_floating_point():
+        x = x.float()
+    was_training = model.training
+    model.eval()
+    model.to(dev)
+    outs = [model(x[i:i + bs].to(dev)).cpu() for i in range(0, x.shape[0], bs)]
+    model.train(was_training)
+    return torch.cat(outs) if outs else torch.empty(0)
+
+
+def evaluate(model: nn.Module, X: object, y: object, *, device=None,
+             batch_size: int = 1024) -> float:
+    """Accuracy of argmax(model(X)) against y, in [0, 1]."""
+    yt = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y)
+    logits = predict_logits(model, X, device=device, batch_size=batch_size)
+    if logits.shape[0] != yt.shape[0] or yt.shape[0] == 0:
+        raise ValueError(f"X and y must hold the same positive number of examples, got "
+                         f"{logits.shape[0]} and {yt.shape[0]}")
+    return float((logits.argmax(1) == yt.long()).float().mean())
+
+
+def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, *,
+                   max_grad_norm: float, noise_multiplier: float, expected_batch_size: float,
+                   generator: torch.Generator | None = None, ghost: bool = False,
+                   virtual_batch_size: int | None = None
+                   ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """One DP-SGD gradient: (Σ_i ḡ_i + N(0, σ²C² I)) / ``expected_batch_size``.
+
+    ḡ_i = g_i·min(1, C/‖g_i‖) over the examples of (x, y) (one Poisson batch; it may be empty),
+    by ``vmap`` (in chunks of ``virtual_batch_size``) or by ghost norms. The noise is drawn from
+    ``generator`` on the generator's device and moved to the parameters' device (σ = 0: none).
+    Returns (gradient per trainable parameter name, per-example norms, per-example losses).
+    This is the step :func:`train` takes; the benchmarks time it.
+
+    Float noise: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD library does; like
+    them it is not hardened against the floating-point attack of Mironov 2012 (Opacus offers a
+    ``secure_mode`` for that; dplib does not).
+    """
+    c = check_max_grad_norm(max_grad_norm)
+    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
+    denom = check_positive("expected_batch_size", expected_batch_size)
+    if math.isinf(c) and sigma > 0:
+        raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
+    if ghost:
+        step = x.shape[0] if not virtual_batch_size else virtual_batch_size
+        parts = [ghost_clipped_grad_sum(model, loss_fn, x[i:i + step], y[i:i + step], c)
+                 for i in range(0, max(x.shape[0], 1), max(step, 1))]   # chunks, not examples
+        total = {k: sum(p[0][k] for p in parts) for k in parts[0][0]}
+        norms = torch.cat([p[1] for p in parts])
+        losses = torch.cat([p[2] for p in parts])
+    else:
+        total, norms, losses = clipped_grad_sum(model, loss_fn, x, y, c,
+                                                chunk_size=virtual_batch_size)
+    out = {}
+    for k, g in total.items():
+        if sigma > 0:
+            dev = generator.device if generator is not None else g.device
+            z = torch.randn(g.shape, generator=generator, dtype=g.dtype, device=dev)
+            g = g + (sigma * c) * z.to(g.device)
+        out[k] = g / denom
+    return out, norms, losses
+
+
+def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float,
+          epochs: float | None = None, steps: int | None = None,
+          noise_multiplier: float | None = None, target_epsilon: float | None = None,
+          max_grad_norm: float = 1.0, delta: float = 1e-5, optimizer: str = "sgd",
+          momentum: float = 0.0, weight_decay: float = 0.0, accountant: str = "rdp",
+          eval_data: object = None, eval_every: int | None = None,
+          virtual_batch_size: int | None = None, ghost: bool = False,
+          loss_fn: Callable | None = None, device=None, seed: int = 0,
+          progress: bool = False, betas: tuple[float, float] = (0.9, 0.999),
+          noise_device: str = "cpu") -> TrainResult:
+    """Train ``model`` in place with DP-SGD (``optimizer="sgd"``) or DP-Adam (``"adam"``).
+
+    See the module docstring for the algorithm, the privacy conventions (Poisson sampling at rate
+    q = ``sample_rate``, add/remove adjacency, noise N(0, σ²C²) on the clipped sum, division by the
+    expected batch size q·n) and the reproducibility across devices.
+
+    Give the length as ``epochs`` (T = round(epochs/q) steps) or ``steps`` (exactly one), and the
+    noise as ``noise_multiplier`` σ or ``target_epsilon`` (exactly one; σ is then
+    :func:`dplib.accounting.calibrate_noise` (target ε, δ, q, T, accountant)). σ = 0 with
+    ``max_grad_norm=math.inf`` is ordinary (non-private) minibatch training on the same Poisson
+    batches, with ε = ∞. ``virtual_batch_size`` processes a Poisson batch in chunks of that many
+    examples (less memory, same update); ``ghost=True`` computes the clipped sum by ghost norms
+    (:mod:`dplib.training.ghost`). ``loss_fn(logits, targets)`` returns the batch mean
+    (default cross-entropy). ``eval_every`` (steps; default one epoch ≈ 1/q) sets how often
+    ``history`` gets an entry (the last step always does).
+    """
+    check_dp_compatible(model)
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    lr = check_positive("lr", lr)
+    c = check_max_grad_norm(max_grad_norm)
+    d = check_delta(delta)
+    check_choice("optimizer", optimizer, ("sgd", "adam"))
+    check_choice("accountant", accountant, ("rdp", "pld"))
+    check_choice("noise_device", noise_device, ("cpu", "device"))
+    mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
+    wd = check_real("weight_decay", weight_decay, low=0.0, low_open=False)
+    seed = check_int("seed", seed, low=0)
+    if not isinstance(ghost, bool) or not isinstance(progress, bool):
+        raise ValueError(f"ghost and progress must be True or False, got {ghost!r}, {progress!r}")
+    if (epochs is None) == (steps is None):
+        raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
+                         f"steps={steps!r}")
+    x, y = _as_tensors(train_data, "train_data")
+    n = x.shape[0]
+    T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
+    if (noise_multiplier is None) == (target_epsilon is None):
+        raise ValueError(f"give exactly one of noise_multiplier and target_epsilon, got "
+                         f"noise_multiplier={noise_multiplier!r}, "
+                         f"target_epsilon={target_epsilon!r}")
+    if target_epsilon is not None:
+        if math.isinf(c):
+            raise ValueError("target_epsilon needs a finite max_grad_norm (clipping bounds the "
+                             "sensitivity), got max_grad_norm=inf")
+        sigma = calibrate_noise(check_positive("target_epsilon", target_epsilon), d, q, T,
+                                accountant)
+    else:
+        sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
+        if math.isinf(c) and sigma > 0:
+            raise ValueError(f"max_grad_norm=inf (no clipping) allows only noise_multiplier=0 "
+                             f"(non-private training), got noise_multiplier={sigma:g}; noise "
+                             "std σ·C would be infinite")
+    vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
+                                                            virtual_batch_size)
+    every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
+                                                                           eval_every)
+    loss = F.cross_entropy if loss_fn is None else loss_fn
+    if eval_data is not None:
+        x_ev, y_ev = _as_tensors(eval_data, "eval_data")
+
+    dev = _device(device)
+    model.to(dev)
+    model.train()
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(params.values(), lr=lr, momentum=mom, weight_decay=wd)
+    else:
+        opt = torch.optim.Adam(params.values(), lr=lr, betas=betas, weight_decay=wd)
+    x_dev, y_dev = x.to(dev), y.to(dev)
+    batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
+    noise_gen = torch.Generator(device="cpu" if noise_device == "cpu" else dev)
+    noise_gen.manual_seed(seed)
+    acc = make_accountant(accountant)
+    private = sigma > 0
+    denom = q * n
+
+    history: list[dict] = []
+    loss_sum, loss_count, clipped, seen, accounted = 0.0, 0, 0, 0, 0
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=T, desc="DP-SGD" if private else "SGD")
+
+    rdp_step = None
+    if private and accountant == "rdp":
+        # RDP composes additively (Mironov 2017, Prop. 1): ε after t steps is the conversion of
+        # t·(one step's RDP curve), computed once, instead of re-stepping an accountant per entry
+        rdp_step = subsampled_gaussian_rdp(acc.orders, sigma, q)
+
+    def epsilon_at(t: int) -> float:
+        nonlocal accounted
+        if not private:
+            return math.inf
+        if rdp_step is not None and t < T:
+            return float(rdp_to_epsilon(acc.orders, t * rdp_step, d, method=acc.conversion)[0])
+        if t > accounted:       # the attached accountant itself records the steps taken
+            acc.step(noise_multiplier=sigma, sample_rate=q, num_steps=t - accounted)
+            accounted = t
+        return acc.get_epsilon(d)
+
+    for t, idx in enumerate(batches, start=1):
+        ii = torch.from_numpy(idx).to(dev)
+        grads, norms, losses = noisy_gradient(
+            model, loss, x_dev[ii], y_dev[ii], max_grad_norm=c, noise_multiplier=sigma,
+            expected_batch_size=denom, generator=noise_gen, ghost=ghost,
+            virtual_batch_size=vbs)
+        for k, p in params.items():
+            p.grad = grads[k]
+        opt.step()
+        loss_sum += float(losses.sum())
+        loss_count += int(losses.numel())
+        seen += int(norms.numel())
+        if math.isfinite(c):
+            clipped += int((norms > c).sum())
+        if t % every == 0 or t == T:
+            eps = epsilon_at(t)
+            acc_ev = evaluate(model, x_ev, y_ev, device=dev) if eval_data is not None else None
+            model.train()
+            history.append({"step": t, "epoch": t * q, "epsilon": eps,
+                            "train_loss": loss_sum / max(loss_count, 1),
+                            "test_accuracy": acc_ev})
+            loss_sum, loss_count = 0.0, 0
+            if bar is not None:
+                post = {"eps": f"{eps:.3g}"}
+                if acc_ev is not None:
+                    post["acc"] = f"{acc_ev:.3f}"
+                bar.set_postfix(post)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    for p in params.values():
+        p.grad = None
+    return TrainResult(model=model, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
+                       epsilon=epsilon_at(T), history=history, accountant=acc,
+                       max_grad_norm=c, batch_sizes=np.array([b.size for b in batches]),
+                       clip_fraction=clipped / seen if seen else float("nan"))

@@ -1,0 +1,298 @@
+"""The autograded assignments: generated with Otter Assign, graded with Otter (no Docker).
+
+For every master notebook in ``assignments/`` (so a new assignment is covered by adding it):
+
+* the autograder gives full marks to the solutions and zero to the untouched student notebook;
+* plausible wrong answers (below, one per question) lose points on every question, so each
+  question's hidden tests can fail;
+* the student version carries neither the solutions nor the hidden tests;
+* the setup cell installs what Colab needs, and its Colab branch unpacks the public tests.
+
+Grading runs the notebooks in a kernel, a few seconds each; the runs are done in parallel once
+per session (``grades`` below).
+"""
+from __future__ import annotations
+
+import ast
+import concurrent.futures
+import os
+import re
+import sys
+import types
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+from assignments import generate, grade, master_notebooks  # noqa: E402
+from sync_notebooks import REPO_LINE, repository_url  # noqa: E402
+
+MASTERS = master_notebooks()
+NAMES = [m.stem for m in MASTERS]
+
+# One plausible mistake per question: (name the mistake redefines, code of the mistake).
+# The code is inserted right after the solution cell that defines the name, so the check cell
+# that follows sees the wrong answer.
+MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
+    "a1_randomized_response": {
+        "q1": ("q1_answer", 'q1_answer = "a"'),
+        # forgot that tails can also produce the truth
+        "q2": ("q2_eps", "q2_p = 0.6\nq2_eps = float(np.log(0.6 / 0.4))"),
+        # the naive estimator: the fraction of "yes" reports
+        "q3": ("rr_estimator", "def rr_estimator(reports, epsilon):\n"
+                               "    return float(np.mean(reports))"),
+        # sampling term only
+        "q4": ("q4_n", "q4_n = int(np.ceil(0.3 * 0.7 / 0.02 ** 2))"),
+        # scale inverted
+        "q5": ("laplace_release", "def laplace_release(value, epsilon, sensitivity, rng):\n"
+                                  "    value = np.asarray(value, dtype=float)\n"
+                                  "    return value + rng.laplace(0.0, epsilon / sensitivity,"
+                                  " size=value.shape)"),
+        # range 5 instead of 2 * 5 (add/remove thinking under replace-one)
+        "q6": ("q6_scale", "q6_sensitivity = 5 / 500\nq6_scale = q6_sensitivity / 0.5"),
+        "q7": ("q7_saving", "q7_classic = float(np.sqrt(2 * np.log(1 / 1e-5)) / 0.5)\n"
+                            "q7_analytic = q7_classic\nq7_saving = 0.0"),
+        "q8": ("q8_answer", 'q8_answer = "a"'),
+        "q9": ("q9_answer", 'q9_answer = "d"'),
+    },
+    "a2_accounting": {
+        "q1": ("q1_delta", "q1_eps = 0.5\nq1_delta = 1e-6"),
+        # the KOV drift term in place of the DRV one
+        "q2": ("advanced_epsilon", "def advanced_epsilon(epsilon, k, delta_slack):\n"
+                                   "    return float(epsilon * np.sqrt(2 * k * np.log(1 / "
+                                   "delta_slack)) + k * epsilon * np.tanh(epsilon / 2))"),
+        "q3": ("q3_better", "q3_basic = 10.0\nq3_advanced = 100.0\nq3_better = 'basic'"),
+        # forgot the factor k
+        "q4": ("gaussian_rdp_epsilon", "def gaussian_rdp_epsilon(sigma, k, delta, orders):\n"
+                                       "    orders = np.asarray(orders, dtype=float)\n"
+                                       "    return float(np.min(orders / (2 * sigma ** 2) + "
+                                       "np.log(1 / delta) / (orders - 1)))"),
+        # no amplification: q * eps
+        "q5": ("q5_adjacency", "q5_eps = 0.01 * 1.0\nq5_adjacency = 'replace-one'"),
+        # accountants swapped
+        "q6": ("q6_pld", "q6_rdp, q6_pld = q6_pld, q6_rdp"),
+        # twice the noise needed
+        "q7": ("q7_sigma", "q7_sigma = 2 * q7_sigma"),
+        "q8": ("q8_answer", 'q8_answer = "c"'),
+    },
+    "a3_dpsgd": {
+        "q1": ("q1_answer", 'q1_answer = "a"'),
+        # one clipping factor for the whole batch instead of one per example
+        "q2": ("clip_gradients", "def clip_gradients(grads, max_norm):\n"
+                                 "    norm = torch.linalg.vector_norm(grads)\n"
+                                 "    return grads * torch.clamp(max_norm / norm, max=1.0)"),
+        # divides by the realised batch size
+        "q3": ("privatize", "def privatize(clipped, noise_multiplier, max_norm,"
+                            " expected_batch_size, generator):\n"
+                            "    noise = torch.randn(clipped.shape[1], generator=generator)\n"
+                            "    return (clipped.sum(dim=0) + noise_multiplier * max_norm * noise)"
+                            " / clipped.shape[0]"),
+        # the PLD accountant where RDP was asked
+        "q4": ("q4_eps", "q4_eps = dplib.accounting.PLDAccountant().step(noise_multiplier=1.0, "
+                         "sample_rate=q, num_steps=300).get_epsilon(1e-5)"),
+        # calibrated with RDP: more noise than the PLD accountant needs
+        "q5": ("q5_sigma", "q5_sigma = dplib.accounting.calibrate_noise(2.0, 1e-5, q, 300)"),
+        # trained without privacy
+        "q6": ("q6_accuracy", "q6_result = train(make_logistic_regression(64, 10), "
+                              "(X_train, y_train), sample_rate=q, steps=300, lr=0.5, "
+                              "noise_multiplier=0.0, max_grad_norm=float('inf'), seed=0)\n"
+                              "q6_accuracy = evaluate(q6_result.model, X_test, y_test)"),
+        "q7": ("q7_answer", 'q7_answer = "c"'),
+        "q8": ("q8_answer", 'q8_answer = "a"'),
+    },
+    "a4_membership_inference": {
+        # the loss itself: larger would mean *less* likely a member
+        "q1": ("loss_attack_scores", "def loss_attack_scores(logits, labels):\n"
+                                     "    from scipy.special import logsumexp\n"
+                                     "    z = np.asarray(logits, dtype=float)\n"
+                                     "    true = np.take_along_axis(z, np.asarray(labels)[:, None],"
+                                     " axis=1)[:, 0]\n"
+                                     "    return logsumexp(z, axis=1) - true"),
+        # ties count as losses
+        "q2": ("auc", "def auc(scores, labels):\n"
+                      "    scores, labels = np.asarray(scores, float), np.asarray(labels, bool)\n"
+                      "    return float(np.mean(scores[labels][:, None] > scores[~labels]))"),
+        # threshold at a quantile of the non-member scores
+        "q3": ("tpr_at_fpr", "def tpr_at_fpr(scores, labels, fpr):\n"
+                             "    scores, labels = np.asarray(scores, float), "
+                             "np.asarray(labels, bool)\n"
+                             "    t = np.quantile(scores[~labels], 1 - fpr)\n"
+                             "    return float(np.mean(scores[labels] >= t))"),
+        "q4": ("q4_answer", 'q4_answer = "a"'),
+        "q5": ("q5_leakier", "q5_auc_plain, q5_auc_private = q5_auc_private, q5_auc_plain\n"
+                             "q5_leakier = 'private' if q5_leakier == 'plain' else 'plain'"),
+        # e^eps forgotten
+        "q6": ("q6_claim", "q6_tpr_bound = 0.01 + 1e-5\nq6_claim = 'consistent'"),
+        # fitted to all shadow scores, IN and OUT together
+        "q7": ("lira_offline_scores", "def lira_offline_scores(target_scores, shadow_scores,"
+                                      " shadow_in):\n"
+                                      "    from scipy import stats\n"
+                                      "    s = np.asarray(shadow_scores, dtype=float)\n"
+                                      "    return -stats.norm.logsf(target_scores, s.mean(0),"
+                                      " s.std(0, ddof=1))"),
+        # members and non-members swapped
+        "q8": ("q8_tpr_lira", "q8_auc_global = auc(target_scores, ~target_in)\n"
+                              "q8_auc_lira = auc(q8_lira, ~target_in)\n"
+                              "q8_tpr_lira = tpr_at_fpr(q8_lira, ~target_in, 0.01)"),
+        "q9": ("q9_answer", 'q9_answer = "d"'),
+    },
+}
+
+
+def _defines(cell, name: str) -> bool:
+    if cell.cell_type != "code":
+        return False
+    try:
+        tree = ast.parse(cell.source)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                if any(isinstance(t, ast.Name) and t.id == name for t in names):
+                    return True
+    return False
+
+
+def with_mistakes(solution: Path, mistakes: dict[str, tuple[str, str]], dest: Path) -> Path:
+    """A copy of the solution notebook with each question's mistake inserted."""
+    nb = nbformat.read(solution, as_version=4)
+    for question, (anchor, code) in mistakes.items():
+        idx = max((i for i, c in enumerate(nb.cells) if _defines(c, anchor)), default=None)
+        assert idx is not None, f"{solution.name} {question}: nothing defines {anchor}"
+        nb.cells.insert(idx + 1, nbformat.v4.new_code_cell(code))
+    nbformat.write(nb, dest)
+    return dest
+
+
+def _question_points(master: Path) -> dict[str, float]:
+    nb = nbformat.read(master, as_version=4)
+    points = {}
+    for cell in nb.cells:
+        if cell.cell_type == "raw" and cell.source.startswith("# BEGIN QUESTION"):
+            name = re.search(r"^name:\s*(\S+)", cell.source, re.M).group(1)
+            points[name] = float(re.search(r"^points:\s*(\S+)", cell.source, re.M).group(1))
+    return points
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("assignments")
+    return {m.stem: generate(m, out, run_tests=False) for m in MASTERS}
+
+
+@pytest.fixture(scope="session")
+def grades(generated, tmp_path_factory):
+    """Every grading run of the session, in parallel: (name, kind) -> Grade."""
+    tmp = tmp_path_factory.mktemp("wrong")
+    jobs = {}
+    for name, g in generated.items():
+        jobs[(name, "solution")] = g.solution
+        jobs[(name, "student")] = g.student
+        if name in MISTAKES:
+            jobs[(name, "wrong")] = with_mistakes(g.solution, MISTAKES[name],
+                                                  tmp / f"{name}.ipynb")
+    workers = max(1, min(4, os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        futures = {key: pool.submit(grade, generated[key[0]].autograder, path)
+                   for key, path in jobs.items()}
+        return {key: f.result() for key, f in futures.items()}
+
+
+def test_there_are_assignments():
+    assert {"a1_randomized_response", "a2_accounting", "a3_dpsgd",
+            "a4_membership_inference"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solution_gets_full_marks(grades, name):
+    g = grades[(name, "solution")]
+    assert g.per_question.keys() == _question_points(ROOT / "assignments" / f"{name}.ipynb").keys()
+    assert g.possible > 0 and g.score == g.possible, g.report()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_untouched_student_notebook_gets_zero(grades, name):
+    g = grades[(name, "student")]
+    assert g.possible == grades[(name, "solution")].possible
+    assert g.score == 0, g.report()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_question_rejects_a_plausible_mistake(grades, name):
+    assert name in MISTAKES, f"add one plausible mistake per question of {name} to MISTAKES"
+    g = grades[(name, "wrong")]
+    assert set(MISTAKES[name]) == set(g.per_question), "one mistake per question"
+    kept = {q: s for q, (s, p) in g.per_question.items() if s >= p}
+    assert not kept, f"questions whose hidden tests accept a wrong answer: {kept}\n{g.report()}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_student_version_hides_solutions_and_hidden_tests(generated, name):
+    g = generated[name]
+    student = nbformat.read(g.student, as_version=4)
+    code = "\n".join(c.source for c in student.cells if c.cell_type == "code")
+    assert "# SOLUTION" not in code and "BEGIN SOLUTION" not in code
+    master = nbformat.read(ROOT / "assignments" / f"{name}.ipynb", as_version=4)
+    for cell in master.cells:
+        for line in cell.source.splitlines():
+            if cell.cell_type == "code" and line.rstrip().endswith("# SOLUTION"):
+                statement = line.replace("# SOLUTION", "").strip()
+                assert statement not in code, f"solution {statement!r} left for the student"
+    public = "\n".join(p.read_text() for p in (g.student.parent / "tests").glob("*.py"))
+    assert "hidden=True" not in public
+    assert "hidden=True" in "\n".join(
+        p.read_text() for p in (g.solution.parent / "tests").glob("*.py"))
+    # every question has hidden tests, and the kinds of question the book promises are there
+    text = "\n".join(c.source for c in master.cells if c.cell_type == "markdown")
+    for kind in ("(conceptual)", "(numerical)", "(coding)"):
+        assert kind in text, f"{name} has no {kind} question"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_setup_cell_installs_from_configured_repository(name):
+    nb = nbformat.read(ROOT / "assignments" / f"{name}.ipynb", as_version=4)
+    setup = next(c for c in nb.cells if c.cell_type == "code")
+    assert REPO_LINE.search(setup.source).group(0) == f'BOOK_REPO = "{repository_url()}"', \
+        "run `make sync`"
+    assert '"google.colab" in sys.modules' in setup.source
+    assert '"otter-grader"' in setup.source and 'TESTS_URL = ""' in setup.source
+    assert f'NOTEBOOK = "{name}.ipynb"' in setup.source
+    req = (ROOT / "assignments" / "requirements.txt").read_text().split()
+    assert f"git+{repository_url()}" in req, "the autograder image installs dplib: make sync"
+
+
+def test_colab_branch_unpacks_public_tests(tmp_path, monkeypatch):
+    """Run the first cell as Colab would (pip stubbed out), fetching tests.zip from TESTS_URL."""
+    name = NAMES[0]
+    g = generate(ROOT / "assignments" / f"{name}.ipynb", tmp_path / "out",
+                 url=(tmp_path / "published").as_uri(), run_tests=False)
+    published = tmp_path / "published" / name
+    published.mkdir(parents=True)
+    (published / "tests.zip").write_bytes((g.student.parent / "tests.zip").read_bytes())
+    setup = next(c for c in nbformat.read(g.student, as_version=4).cells
+                 if c.cell_type == "code")
+    assert f'TESTS_URL = "{published.as_uri()}/tests.zip"' in setup.source
+
+    work = tmp_path / "colab"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    calls = []
+    import subprocess
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    namespace: dict = {}
+    exec(compile(setup.source, "setup", "exec"), namespace)
+    assert calls and any(f"git+{repository_url()}" in part for part in calls[0])
+    assert "otter-grader" in calls[0]
+    with zipfile.ZipFile(g.student.parent / "tests.zip") as zf:
+        expected = sorted(n for n in zf.namelist() if n.endswith(".py"))
+    assert sorted(f"tests/{p.name}" for p in (work / "tests").glob("*.py")) == expected
+    assert namespace["grader"] is not None

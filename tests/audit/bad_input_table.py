@@ -1,0 +1,1049 @@
+"""The table behind the bad-input sweep (tests/audit/test_bad_inputs.py, benchmarks/bad_inputs.py).
+
+Every public function and class of dplib is found by walking the package with ``inspect``
+(:func:`public_callables`); each must either have an entry in :data:`SPECS` — a valid call plus
+the kind of every parameter that can be given a bad value — or be in :data:`EXCLUDED` with the
+reason. :func:`cases` turns the table into concrete calls: one parameter replaced by one bad value
+(NaN, inf, a negative, out of range, a wrong type, an empty or mismatched array, a BatchNorm
+model, …). The contract checked on each: a ``ValueError`` or ``TypeError`` whose message names
+the parameter; never a returned number.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import re
+import math
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import dplib
+
+NAN, INF = float("nan"), float("inf")
+
+# ---- families of bad values -------------------------------------------------------------------
+# Each family is bad for *every* sensible meaning of the parameter kind it is named after.
+BAD: dict[str, list] = {
+    # a real > 0 (ε, σ, a scale, a sensitivity)
+    "pos": [0.0, -1.0, NAN, INF, "1.0", None, [1.0, 2.0]],
+    # a real > 0 of a vectorised function (an array of valid values is fine there)
+    "pos_vec": [0.0, -1.0, NAN, INF, "1.0", None, [1.0, -2.0]],
+    # a finite real > 0 where +inf could be argued for: leave inf out
+    "pos_noinf": [0.0, -1.0, NAN, "1.0", None],
+    # a real ≥ 0 (ε of a composition, δ of a pure mechanism, …)
+    "nonneg": [-1e-9, -1.0, NAN, "0.1", None],
+    # a finite real (a value to privatise, a threshold)
+    "real": [NAN, INF, "x", None],
+    # δ ∈ (0, 1)
+    "delta": [0.0, 1.0, -0.1, 1.5, NAN, "1e-5", None],
+    # δ ∈ [0, 1)
+    "delta0": [1.0, -0.1, 1.5, NAN, "0", None],
+    # a probability in [0, 1]
+    "prob": [-0.1, 1.5, NAN, INF, "0.5", None],
+    # a sample rate q ∈ (0, 1]
+    "rate": [0.0, -0.1, 1.5, NAN, "0.1", None],
+    # a fraction in (0, 1)
+    "frac_open": [0.0, 1.0, -0.2, 1.2, NAN, "0.5", None],
+    # a fraction in [0, 1)
+    "frac0": [1.0, -0.2, 1.2, NAN, "0.5", None],
+    # an integer ≥ 1 (n, k, T, a size)
+    "int1": [0, -3, 2.5, NAN, "3", None, True],
+    # an integer ≥ 0 (a seed)
+    "int0": [-1, 2.5, NAN, "3", None, True],
+    # a numpy Generator or a seed
+    "rng": [None, -1, "seed", 1.5, NAN],
+    # True / False
+    "bool": ["yes", None, 2, NAN],
+    # a name from a fixed list
+    "choice": ["no-such-option", None, 3],
+    # a non-empty array of finite reals
+    "array": [[], [NAN], [1.0, INF], "abc", None],
+    # orders α > 1
+    "orders": [[0.5, 2.0], [1.0], [NAN], [], "abc", None],
+    # an array of probabilities
+    "prob_array": [[-0.1], [1.5], [NAN], "abc", None],
+    # an array of reals ≥ 0
+    "nonneg_array": [[-1.0], [NAN], "abc", None],
+    # 0/1 answers
+    "binary": [[0, 2], [], ["a", "b"], [0.5], None],
+}
+
+
+@dataclass
+class Spec:
+    """A public callable, how to call it validly, and the kind of each parameter to spoil."""
+    name: str                         # qualified name, as public_callables() reports it
+    target: Callable[[], Callable]    # returns the callable (fresh object for methods)
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)   # param -> family name or explicit list
+    # how a bad value must be named in the message, when not the parameter name itself
+    names: dict = field(default_factory=dict)
+
+
+def _call(spec: Spec, param: str | None, value: Any) -> Any:
+    fn = spec.target()
+    sig = inspect.signature(fn)
+    bound = sig.bind_partial(*spec.args, **spec.kwargs)
+    if param is not None:
+        if param in sig.parameters and sig.parameters[param].kind == inspect.Parameter.VAR_KEYWORD:
+            raise AssertionError("cannot spoil **kwargs")
+        bound.arguments[param] = value
+    return fn(*bound.args, **bound.kwargs)
+
+
+@dataclass
+class Case:
+    spec: Spec
+    param: str
+    value: Any
+
+    @property
+    def id(self) -> str:
+        v = self.value
+        if isinstance(v, np.ndarray):
+            text = f"array{v.shape}"
+        elif hasattr(v, "shape") and not isinstance(v, str):
+            text = f"{type(v).__name__}{tuple(v.shape)}"
+        elif isinstance(v, dict):
+            text = "{" + ", ".join(f"{k}: {getattr(x, 'shape', x)!s}" for k, x in v.items()) + "}"
+        elif callable(v) and not isinstance(v, type):
+            text = getattr(v, "__name__", type(v).__name__)
+        else:
+            text = repr(v)
+        if len(text) > 30:
+            text = text[:27] + "..."
+        return f"{self.spec.name}[{self.param}={text}]"
+
+    def run(self) -> Any:
+        return _call(self.spec, self.param, self.value)
+
+    def valid(self) -> Any:
+        return _call(self.spec, None, None)
+
+    def expected_name(self) -> str:
+        return self.spec.names.get(self.param, self.param)
+
+
+def cases(specs: list[Spec]) -> list[Case]:
+    out = []
+    for s in specs:
+        for param, kind in s.params.items():
+            values = BAD[kind] if isinstance(kind, str) else kind
+            out.extend(Case(s, param, v) for v in values)
+    return out
+
+
+def check_case(case: Case) -> str | None:
+    """None if the bad input is refused properly, else a description of what went wrong."""
+    try:
+        with np.errstate(all="ignore"):
+            result = case.run()
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        name = case.expected_name()
+        alternatives = "|".join(re.escape(n) for n in name.split("|"))
+        if not re.search(rf"\b({alternatives})\b", msg, flags=re.IGNORECASE):
+            return f"{type(exc).__name__} does not name {name!r}: {msg[:160]}"
+        return None
+    except Exception as exc:   # noqa: BLE001 - any other exception is a finding
+        return f"raised {type(exc).__name__} (not ValueError/TypeError): {str(exc)[:160]}"
+    return f"returned {type(result).__name__} {str(result)[:80]!r} instead of raising"
+
+
+# ---- discovery ------------------------------------------------------------------------------
+
+def public_callables() -> dict[str, object]:
+    """Every public function and class defined in a public dplib module, by qualified name."""
+    found: dict[str, object] = {}
+    for info in pkgutil.walk_packages(dplib.__path__, "dplib."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        try:
+            mod = importlib.import_module(info.name)
+        except ImportError:      # optional dependency missing: nothing public to check there
+            continue
+        for attr, obj in vars(mod).items():
+            if attr.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                continue
+            module = getattr(obj, "__module__", "") or ""
+            if not module.startswith("dplib.") or any(p.startswith("_")
+                                                      for p in module.split(".")):
+                continue
+            found.setdefault(f"{module}.{obj.__qualname__}", obj)
+    return found
+
+
+def _isnan(x: Any) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+# ---- the table ------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _rr_audit():
+    from dplib.attacks import audit
+    return audit.mechanism_audits(1.0, include_broken=False)[0]
+
+
+def _specs_core() -> list[Spec]:
+    from dplib import accounting as A
+    from dplib import mechanisms as M
+    from dplib import samplers as S
+    from dplib.accounting import composition as C
+    from dplib.accounting import pld as P
+    from dplib.attacks import audit as AU
+    from dplib.attacks import linkage as L
+
+    def acc_with_history(cls, **kw):
+        return lambda: cls(**kw).step(noise_multiplier=1.0, sample_rate=0.01, num_steps=10)
+
+    orders = [2.0, 4.0, 8.0]
+    return [
+        # -- accounting ---------------------------------------------------------------------
+        Spec("dplib.accounting.calibrate.calibrate_noise", lambda: A.calibrate_noise,
+             kwargs=dict(target_epsilon=1.0, delta=1e-5, sample_rate=0.01, num_steps=100),
+             params=dict(target_epsilon="pos", delta="delta", sample_rate="rate",
+                         num_steps="int1", accountant="choice", rtol="frac_open",
+                         value_discretization_interval="pos")),
+        Spec("dplib.accounting.composition.basic_composition", lambda: C.basic_composition,
+             kwargs=dict(epsilons=[0.1, 0.2], deltas=[0.0, 1e-6], k=2),
+             params=dict(epsilons="nonneg_array", deltas="prob_array", k="int1")),
+        Spec("dplib.accounting.composition.advanced_composition",
+             lambda: C.advanced_composition,
+             kwargs=dict(epsilon=0.1, delta=1e-6, k=10, delta_slack=1e-6),
+             params=dict(epsilon="nonneg", delta="delta0", k="int1", delta_slack="delta",
+                         form="choice")),
+        Spec("dplib.accounting.composition.group_privacy", lambda: C.group_privacy,
+             kwargs=dict(epsilon=0.5, delta=1e-6, k=2),
+             params=dict(epsilon="nonneg", delta="delta0", k="int1")),
+        Spec("dplib.accounting.composition.optimal_composition_delta",
+             lambda: C.optimal_composition_delta,
+             kwargs=dict(epsilon=0.1, delta=0.0, k=10, target_epsilon=1.0),
+             params=dict(epsilon="nonneg", delta="delta0", k="int1",
+                         target_epsilon="nonneg")),
+        Spec("dplib.accounting.composition.optimal_composition_epsilon",
+             lambda: C.optimal_composition_epsilon,
+             kwargs=dict(epsilon=0.1, delta=0.0, k=10, target_delta=1e-5),
+             params=dict(epsilon="nonneg", delta="delta0", k="int1", target_delta="delta")),
+        Spec("dplib.accounting.gdp.clt_mu", lambda: A.clt_mu,
+             kwargs=dict(sample_rate=0.01, noise_multiplier=1.0, num_steps=100),
+             params=dict(sample_rate="rate", noise_multiplier="pos", num_steps="int1")),
+        Spec("dplib.accounting.gdp.gdp_epsilon", lambda: A.gdp_epsilon,
+             kwargs=dict(mu=1.0, delta=1e-5), params=dict(mu="pos", delta="delta")),
+        Spec("dplib.accounting.pld.PLDAccountant", lambda: A.PLDAccountant,
+             kwargs=dict(), params=dict(value_discretization_interval="pos",
+                                        neighboring="choice", rdp_fallback="bool")),
+        Spec("dplib.accounting.pld.PLDAccountant.step", lambda: A.PLDAccountant().step,
+             kwargs=dict(noise_multiplier=1.0, sample_rate=0.01, num_steps=10),
+             params=dict(noise_multiplier="pos", sample_rate="rate", num_steps="int1")),
+        Spec("dplib.accounting.pld.PLDAccountant.get_epsilon",
+             lambda: acc_with_history(A.PLDAccountant)().get_epsilon,
+             kwargs=dict(delta=1e-5), params=dict(delta="delta")),
+        Spec("dplib.accounting.pld.PLDAccountant.get_delta",
+             lambda: acc_with_history(A.PLDAccountant)().get_delta,
+             kwargs=dict(epsilon=1.0), params=dict(epsilon="nonneg")),
+        Spec("dplib.accounting.pld.compose", lambda: P.compose,
+             kwargs=dict(plds=[P.subsampled_gaussian_pld(1.0, 0.1)], counts=[3]),
+             params=dict(plds=[[], None, "pld", [1.0]], counts=[[0], [-1], [1.5], [], None,
+                                                               [1, 2]],
+                         tail_mass=[0.0, -1.0, 1.5, NAN])),
+        Spec("dplib.accounting.pld.loss_scale", lambda: P.loss_scale,
+             kwargs=dict(noise_multiplier=1.0, sample_rate=0.1, direction="remove"),
+             params=dict(noise_multiplier="pos", sample_rate="rate", direction="choice")),
+        Spec("dplib.accounting.pld.subsampled_gaussian_pld", lambda: P.subsampled_gaussian_pld,
+             kwargs=dict(noise_multiplier=1.0, sample_rate=0.1),
+             params=dict(noise_multiplier="pos", sample_rate="rate", direction="choice",
+                         value_discretization_interval="pos")),
+        Spec("dplib.accounting.rdp.RDPAccountant", lambda: A.RDPAccountant, kwargs=dict(),
+             params=dict(orders=[o for o in BAD["orders"] if o is not None],
+                         conversion="choice", sampling="choice",
+                         neighboring="choice")),
+        Spec("dplib.accounting.rdp.RDPAccountant.step", lambda: A.RDPAccountant().step,
+             kwargs=dict(noise_multiplier=1.0, sample_rate=0.01, num_steps=10),
+             params=dict(noise_multiplier="pos", sample_rate="rate", num_steps="int1")),
+        Spec("dplib.accounting.rdp.RDPAccountant.get_epsilon",
+             lambda: acc_with_history(A.RDPAccountant)().get_epsilon,
+             kwargs=dict(delta=1e-5), params=dict(delta="delta")),
+        Spec("dplib.accounting.rdp.RDPAccountant.get_delta",
+             lambda: acc_with_history(A.RDPAccountant)().get_delta,
+             kwargs=dict(epsilon=1.0), params=dict(epsilon="nonneg")),
+        Spec("dplib.accounting.rdp.gaussian_rdp", lambda: A.gaussian_rdp,
+             kwargs=dict(orders=orders, noise_multiplier=1.0),
+             params=dict(orders="orders", noise_multiplier="pos")),
+        Spec("dplib.accounting.rdp.subsampled_gaussian_rdp", lambda: A.subsampled_gaussian_rdp,
+             kwargs=dict(orders=orders, noise_multiplier=1.0, sample_rate=0.01),
+             params=dict(orders="orders", noise_multiplier="pos", sample_rate="rate")),
+        Spec("dplib.accounting.rdp.rdp_to_epsilon", lambda: A.rdp_to_epsilon,
+             kwargs=dict(orders=orders, rdp=[0.1, 0.2, 0.4], delta=1e-5),
+             params=dict(orders="orders", rdp=[[0.1, 0.2], [-0.1, 0.2, 0.4], [NAN, 0.2, 0.4],
+                                                 "abc", None, []],
+                         delta="delta", method="choice")),
+        Spec("dplib.accounting.rdp.rdp_to_delta", lambda: A.rdp_to_delta,
+             kwargs=dict(orders=orders, rdp=[0.1, 0.2, 0.4], epsilon=1.0),
+             params=dict(orders="orders", rdp=[[0.1, 0.2], [-0.1, 0.2, 0.4], "abc", None],
+                         epsilon="nonneg", method="choice")),
+        Spec("dplib.accounting.subsampling.amplified_advanced_composition",
+             lambda: A.amplified_advanced_composition,
+             kwargs=dict(noise_multiplier=2.0, sample_rate=0.01, num_steps=100, delta=1e-5),
+             params=dict(noise_multiplier="pos", sample_rate="rate", num_steps="int1",
+                         delta="delta", sensitivity="pos")),
+        Spec("dplib.accounting.subsampling.amplified_delta", lambda: A.amplified_delta,
+             kwargs=dict(delta=1e-5, sample_rate=0.1),
+             params=dict(delta="prob_array", sample_rate="rate")),
+        Spec("dplib.accounting.subsampling.amplified_epsilon", lambda: A.amplified_epsilon,
+             kwargs=dict(epsilon=1.0, sample_rate=0.1),
+             params=dict(epsilon="nonneg_array", sample_rate="rate")),
+        Spec("dplib.accounting.subsampling.amplified_epsilon_bound",
+             lambda: A.amplified_epsilon_bound, kwargs=dict(epsilon=0.5, sample_rate=0.1),
+             params=dict(epsilon=[[-0.1], [1.5], [NAN], "abc", None], sample_rate="rate")),
+        Spec("dplib.accounting.subsampling.amplify", lambda: A.amplify,
+             kwargs=dict(epsilon=1.0, delta=1e-5, sample_rate=0.1),
+             params=dict(epsilon="nonneg", delta="prob", sample_rate="rate")),
+        Spec("dplib.accounting.subsampling.wor_gaussian_rdp", lambda: A.wor_gaussian_rdp,
+             kwargs=dict(orders=orders, noise_multiplier=1.0, sample_rate=0.01),
+             params=dict(orders="orders", noise_multiplier="pos", sample_rate="rate")),
+        # -- attacks: auditing, linkage -------------------------------------------------------
+        Spec("dplib.attacks.audit.clopper_pearson", lambda: AU.clopper_pearson,
+             kwargs=dict(k=3, n=10),
+             params=dict(k=[-1, 11, 1.5, NAN, "3", None, []], n="int1",
+                         confidence="frac_open", alternative="choice")),
+        Spec("dplib.attacks.audit.epsilon_lower_bound", lambda: AU.epsilon_lower_bound,
+             kwargs=dict(tpr=0.5, fpr=0.1, n=10),
+             params=dict(tpr=[-0.1, 1.5, NAN, 0.55, "0.5", None, []],
+                         fpr=[-0.1, 1.5, NAN, "0.5", None], n=[0, -1, 2.5, (10,), None, "10"],
+                         delta="delta0", confidence="frac_open")),
+        Spec("dplib.attacks.audit.epsilon_lower_bound_from_counts",
+             lambda: AU.epsilon_lower_bound_from_counts,
+             kwargs=dict(k_pos=5, n_pos=10, k_neg=1, n_neg=10),
+             params=dict(k_pos=[-1, 11, 2.5, None], n_pos="int1", k_neg=[-1, 11, NAN],
+                         n_neg="int1", delta="delta0", confidence="frac_open")),
+        Spec("dplib.attacks.audit.audit_from_samples", lambda: AU.audit_from_samples,
+             kwargs=dict(samples_d=np.arange(20.0), samples_d_prime=np.arange(20.0) + 1),
+             params=dict(samples_d=[[], [1.0, 2.0], np.ones((4, 2)), [NAN] * 8, "abcd", None],
+                         samples_d_prime=[[], np.ones((4, 2)), [NAN] * 8, None],
+                         delta="delta0", confidence="frac_open",
+                         selection_fraction="frac_open", max_thresholds=[1, 0, 2.5, None],
+                         selection_confidence="frac_open")),
+        Spec("dplib.attacks.audit.max_certifiable_epsilon", lambda: AU.max_certifiable_epsilon,
+             kwargs=dict(n=1000), params=dict(n="int1", delta="delta0",
+                                              confidence="frac_open")),
+        Spec("dplib.attacks.audit.mechanism_audits", lambda: AU.mechanism_audits,
+             kwargs=dict(epsilon=1.0), params=dict(epsilon=[0.0, -1.0, NAN, INF, "1", None,
+                                                            25.0])),
+        Spec("dplib.attacks.audit.MechanismAudit.run", lambda: _rr_audit().run,
+             kwargs=dict(n=100, rng=0), params=dict(n=[0, 3, 2.5, None, "10"], rng="rng",
+                                                    confidence="frac_open",
+                                                    selection_fraction="frac_open")),
+        Spec("dplib.attacks.audit.AuditResult.refutes",
+             lambda: AU.audit_from_samples(np.arange(20.0), np.arange(20.0)).refutes,
+             kwargs=dict(epsilon=1.0), params=dict(epsilon="nonneg")),
+        Spec("dplib.attacks.linkage.combined_key", lambda: L.combined_key,
+             kwargs=dict(columns=[np.array([1, 2, 3]), np.array([4, 5, 6])]),
+             params=dict(columns=[[], [np.array([1, 2]), np.array([1, 2, 3])], None, "abc"])),
+        Spec("dplib.attacks.linkage.uniqueness_rate", lambda: L.uniqueness_rate,
+             kwargs=dict(columns=[np.array([1, 2, 3]), np.array([4, 5, 6])]),
+             params=dict(columns=[[], [np.array([1, 2]), np.array([1, 2, 3])], None])),
+        Spec("dplib.attacks.linkage.link_records", lambda: L.link_records,
+             kwargs=dict(release=[np.array([1, 2, 3])], public=[np.array([3, 2, 1])]),
+             params=dict(release=[[], None, [np.array([1, 2]), np.array([1, 2, 3])]],
+                         public=[[], None, [np.array([1]), np.array([2])]])),
+        # -- mechanisms ----------------------------------------------------------------------
+        Spec("dplib.mechanisms.discrete.bernoulli_exp", lambda: M.bernoulli_exp,
+             kwargs=dict(gamma=0.5, size=10, rng=0),
+             params=dict(gamma="pos", size="int1", rng="rng")),
+        Spec("dplib.mechanisms.discrete.discrete_gaussian", lambda: M.discrete_gaussian,
+             kwargs=dict(sigma_squared=2.0, size=10, rng=0),
+             params=dict(sigma_squared="pos", size="int1", rng="rng")),
+        Spec("dplib.mechanisms.discrete.discrete_laplace", lambda: M.discrete_laplace,
+             kwargs=dict(scale=2.0, size=10, rng=0),
+             params=dict(scale="pos", size="int1", rng="rng")),
+        Spec("dplib.mechanisms.discrete.discrete_gaussian_delta",
+             lambda: M.discrete_gaussian_delta,
+             kwargs=dict(sigma_squared=4.0, epsilon=1.0),
+             params=dict(sigma_squared="pos", epsilon="nonneg_array",
+                         sensitivity="int1")),
+        Spec("dplib.mechanisms.discrete.discrete_gaussian_pmf", lambda: M.discrete_gaussian_pmf,
+             kwargs=dict(k=[0, 1, 2], sigma_squared=4.0),
+             params=dict(k=[[NAN], [0.5], "abc", None], sigma_squared="pos")),
+        Spec("dplib.mechanisms.discrete.discrete_laplace_pmf", lambda: M.discrete_laplace_pmf,
+             kwargs=dict(k=[0, 1, 2], scale=2.0),
+             params=dict(k=[[NAN], [0.5], "abc", None], scale="pos")),
+        Spec("dplib.mechanisms.discrete.discrete_gaussian_mechanism",
+             lambda: M.discrete_gaussian_mechanism,
+             kwargs=dict(value=[1, 2, 3], sigma_squared=2.0, rng=0),
+             params=dict(value=[[1.5], [NAN], "abc", None, [True]], sigma_squared="pos",
+                         rng="rng")),
+        Spec("dplib.mechanisms.discrete.discrete_laplace_mechanism",
+             lambda: M.discrete_laplace_mechanism,
+             kwargs=dict(value=[1, 2, 3], epsilon=1.0, rng=0),
+             params=dict(value=[[1.5], [NAN], "abc", None], epsilon="pos",
+                         sensitivity="int1", rng="rng")),
+        Spec("dplib.mechanisms.exponential.exponential_mechanism",
+             lambda: M.exponential_mechanism,
+             kwargs=dict(utilities=[1.0, 2.0, 3.0], epsilon=1.0, rng=0),
+             params=dict(utilities="array", epsilon="pos", sensitivity="pos", rng="rng")),
+        Spec("dplib.mechanisms.exponential.exponential_mechanism_probabilities",
+             lambda: M.exponential_mechanism_probabilities,
+             kwargs=dict(utilities=[1.0, 2.0, 3.0], epsilon=1.0),
+             params=dict(utilities="array", epsilon="pos", sensitivity="pos")),
+        Spec("dplib.mechanisms.exponential.report_noisy_max", lambda: M.report_noisy_max,
+             kwargs=dict(scores=[1.0, 2.0, 3.0], epsilon=1.0, rng=0),
+             params=dict(scores="array", epsilon="pos", sensitivity="pos", noise="choice",
+                         monotone="bool", rng="rng")),
+        Spec("dplib.mechanisms.gaussian.gaussian_delta", lambda: M.gaussian_delta,
+             kwargs=dict(sigma=1.0, epsilon=1.0),
+             params=dict(sigma="pos_vec", epsilon="nonneg", sensitivity="pos")),
+        Spec("dplib.mechanisms.gaussian.gaussian_epsilon", lambda: M.gaussian_epsilon,
+             kwargs=dict(sigma=1.0, delta=1e-5),
+             params=dict(sigma="pos_vec", delta="delta", sensitivity="pos")),
+        Spec("dplib.mechanisms.gaussian.gaussian_sigma", lambda: M.gaussian_sigma,
+             kwargs=dict(epsilon=0.5, delta=1e-5),
+             params=dict(epsilon="pos", delta="delta", sensitivity="pos",
+                         method="choice")),
+        Spec("dplib.mechanisms.gaussian.gaussian_mechanism", lambda: M.gaussian_mechanism,
+             kwargs=dict(value=[1.0, 2.0], epsilon=0.5, delta=1e-5, rng=0),
+             params=dict(value="array", epsilon="pos", delta="delta", sensitivity="pos",
+                         method="choice", rng="rng")),
+        Spec("dplib.mechanisms.gaussian.gaussian_privacy_loss", lambda: M.gaussian_privacy_loss,
+             kwargs=dict(output=[0.5], sigma=1.0),
+             params=dict(output="array", sigma="pos", sensitivity="pos")),
+        Spec("dplib.mechanisms.laplace.float_laplace_reachable",
+             lambda: M.float_laplace_reachable,
+             kwargs=dict(output=[0.5], value=0.0, scale=1.0),
+             params=dict(output=[[], [NAN], "abc", None], value="real", scale="pos",
+                         window="int1")),
+        Spec("dplib.mechanisms.laplace.laplace_mechanism", lambda: M.laplace_mechanism,
+             kwargs=dict(value=[1.0, 2.0], epsilon=1.0, rng=0),
+             params=dict(value="array", epsilon="pos", sensitivity="pos", rng="rng")),
+        Spec("dplib.mechanisms.laplace.laplace_privacy_loss", lambda: M.laplace_privacy_loss,
+             kwargs=dict(output=[0.5], scale=1.0),
+             params=dict(output="array", scale="pos", sensitivity="pos")),
+        Spec("dplib.mechanisms.laplace.laplace_scale", lambda: M.laplace_scale,
+             kwargs=dict(epsilon=1.0), params=dict(epsilon="pos_vec", sensitivity="pos")),
+        Spec("dplib.mechanisms.laplace.mean_sensitivity", lambda: M.mean_sensitivity,
+             kwargs=dict(n=100, bound=1.0), params=dict(n="int1", bound="pos")),
+        Spec("dplib.mechanisms.laplace.textbook_float_laplace",
+             lambda: M.textbook_float_laplace,
+             kwargs=dict(value=0.0, scale=1.0, size=5, rng=0),
+             params=dict(value="real", scale="pos", size="int1", rng="rng")),
+        Spec("dplib.mechanisms.randomized_response.coin_flip_p_truth",
+             lambda: M.coin_flip_p_truth, kwargs=dict(heads=0.5),
+             params=dict(heads="frac_open")),
+        Spec("dplib.mechanisms.randomized_response.randomized_response",
+             lambda: M.randomized_response,
+             kwargs=dict(answers=[0, 1, 1], epsilon=1.0, rng=0),
+             params=dict(answers="binary", epsilon="pos", rng="rng")),
+        Spec("dplib.mechanisms.randomized_response.rr_epsilon", lambda: M.rr_epsilon,
+             kwargs=dict(p_truth=0.75), params=dict(p_truth=[0.5, 1.0, 0.2, NAN, "0.7",
+                                                             None])),
+        Spec("dplib.mechanisms.randomized_response.rr_estimate", lambda: M.rr_estimate,
+             kwargs=dict(reports=[0, 1, 1], epsilon=1.0),
+             params=dict(reports="binary", epsilon="pos", axis=[5, 1.5, "x"])),
+        Spec("dplib.mechanisms.randomized_response.rr_estimator_variance",
+             lambda: M.rr_estimator_variance,
+             kwargs=dict(proportion=0.3, n=100, epsilon=1.0),
+             params=dict(proportion="prob_array", n="int1", epsilon="pos_vec")),
+        Spec("dplib.mechanisms.randomized_response.rr_p_truth", lambda: M.rr_p_truth,
+             kwargs=dict(epsilon=1.0), params=dict(epsilon="pos")),
+        Spec("dplib.mechanisms.randomized_response.rr_simulate_estimates",
+             lambda: M.rr_simulate_estimates,
+             kwargs=dict(n=100, proportion=0.3, epsilon=1.0, trials=10, rng=0),
+             params=dict(n="int1", proportion="prob", epsilon="pos", trials="int1",
+                         rng="rng", sample_population="bool")),
+        # -- samplers ------------------------------------------------------------------------
+        Spec("dplib.samplers.poisson_batches", lambda: S.poisson_batches,
+             kwargs=dict(n=100, sample_rate=0.1, num_steps=5, rng=0),
+             params=dict(n="int1", sample_rate="rate", num_steps="int1", rng="rng")),
+        Spec("dplib.samplers.fixed_size_batches", lambda: S.fixed_size_batches,
+             kwargs=dict(n=100, batch_size=10, num_steps=5, rng=0),
+             params=dict(n="int1", batch_size=[0, 101, 2.5, None], num_steps="int1",
+                         rng="rng")),
+        Spec("dplib.samplers.shuffled_epochs", lambda: S.shuffled_epochs,
+             kwargs=dict(n=100, batch_size=10, epochs=2, rng=0),
+             params=dict(n="int1", batch_size=[0, 101, 2.5, None], epochs="int1",
+                         rng="rng", drop_last="bool")),
+    ]
+
+
+def _specs_support() -> list[Spec]:
+    from dplib import datasets as D
+    from dplib import device as DV
+    from dplib import widgets as W
+
+    def plot(x=1.0):   # a trivial figure function for widgets
+        import matplotlib.pyplot as plt
+        return plt.figure()
+
+    return [
+        Spec("dplib.datasets.synthetic_survey", lambda: D.synthetic_survey,
+             kwargs=dict(n=100, proportion=0.3, rng=0),
+             params=dict(n="int1", proportion="prob", rng="rng")),
+        Spec("dplib.datasets.synthetic_health_records", lambda: D.synthetic_health_records,
+             kwargs=dict(n=100, rng=0),
+             params=dict(n="int1", n_zip="int1", birth_years=[(2000, 1990), (1.5, 2000),
+                                                             (1990,), None, "1990"],
+                         diabetes_rate="prob", rng="rng")),
+        Spec("dplib.device.get_device", lambda: DV.get_device, kwargs=dict(prefer="cpu"),
+             params=dict(prefer=["tpu", 3, "", NAN])),
+        Spec("dplib.device.seed_everything", lambda: DV.seed_everything, kwargs=dict(seed=0),
+             params=dict(seed="int0")),
+        Spec("dplib.device.setup", lambda: DV.setup, kwargs=dict(seed=0, verbose=False),
+             params=dict(seed="int0", verbose=["yes", None, 2])),
+        Spec("dplib.widgets.slider", lambda: W.slider, kwargs=dict(min=0.0, max=1.0, value=0.5),
+             params=dict(min=[NAN, "0", None, 2.0], max=[NAN, INF, "1", None, -1.0],
+                         value=[1.5, -0.5, NAN, "0.5", None], step=[0.0, -0.1, NAN, "x"])),
+        Spec("dplib.widgets.int_slider", lambda: W.int_slider,
+             kwargs=dict(min=0, max=10, value=5),
+             params=dict(min=[0.5, None, "0", 11], max=[2.5, None, "10", -1],
+                         value=[11, -1, 2.5, None], step=[0, -1, 0.5, None])),
+        Spec("dplib.widgets.log_slider", lambda: W.log_slider,
+             kwargs=dict(min=0.1, max=10.0, value=1.0),
+             params=dict(min=[0.0, -1.0, NAN, "0.1", None], max=[NAN, INF, 0.05, None],
+                         value=[20.0, 0.01, NAN, None], integer=["yes", None, 2])),
+        Spec("dplib.widgets.dropdown", lambda: W.dropdown,
+             kwargs=dict(options=["a", "b"], value="a"),
+             params=dict(options=[[], None, "ab", 3], value=["c", None, 0])),
+        Spec("dplib.widgets.interactive_figure", lambda: W.interactive_figure,
+             args=(plot,), kwargs=dict(show=False, x=W.slider(0.0, 2.0, 1.0)),
+             params=dict(plot=[None, 3, "plot"], caption=[3, ["a"]],
+                         show=["yes", None, 2])),
+    ]
+
+
+def _bn_model():
+    import torch.nn as nn
+    return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+
+
+def _specs_ml() -> list[Spec]:
+    """Langevin, SGLD, DP-SGD training, attacks' metrics, features, ICL accounting/aggregation.
+    Every import is lazy: a module that is missing (optional dependency) contributes nothing."""
+    out: list[Spec] = []
+    try:
+        import dplib.langevin as LG
+        dyn = dict(alpha=2.0, sensitivity=4.0, sigma=0.02, eta=0.02, lam=1.0, n=5000, K=100)
+        common = dict(sensitivity="pos", sigma="pos", eta="pos", n="int1")
+        out += [
+            Spec("dplib.langevin.privacy_dynamics_rdp", lambda: LG.privacy_dynamics_rdp,
+                 kwargs=dyn, params=dict(alpha=[1.0, 0.5, NAN, "2", None], lam="pos",
+                                         K=[-1, 2.5, None], **common)),
+            Spec("dplib.langevin.composition_rdp", lambda: LG.composition_rdp, kwargs=dyn,
+                 params=dict(alpha=[1.0, NAN, None], lam="pos", K=[-1, 2.5], **common)),
+            Spec("dplib.langevin.squared_loss_lower_bound",
+                 lambda: LG.squared_loss_lower_bound,
+                 kwargs={k: v for k, v in dyn.items() if k != "lam"},
+                 params=dict(alpha=[1.0, NAN], K=[-1, 2.5], **common)),
+            Spec("dplib.langevin.exact_gaussian_renyi", lambda: LG.exact_gaussian_renyi,
+                 kwargs={k: v for k, v in dyn.items() if k != "lam"},
+                 params=dict(alpha=[1.0, NAN], K=[-1, 2.5], **common)),
+            Spec("dplib.langevin.squared_loss_moments", lambda: LG.squared_loss_moments,
+                 kwargs=dict(x_mean=0.5, theta0=0.0, sigma=0.1, eta=0.1, K=10),
+                 params=dict(x_mean=[NAN, "a", None], theta0=[NAN, INF], sigma="pos",
+                             eta="pos", K=[-1, 2.5, None])),
+            Spec("dplib.langevin.langevin_epsilon", lambda: LG.langevin_epsilon,
+                 kwargs=dict(delta=1e-5, sensitivity=4.0, sigma=0.02, eta=0.02, lam=1.0,
+                             n=5000, K=10),
+                 params=dict(delta="delta", sigma="pos", K=[-1, 2.5, None],
+                             analysis="choice",
+                             method="choice")),
+            Spec("dplib.langevin.calibrate_sigma", lambda: LG.calibrate_sigma,
+                 kwargs=dict(target_epsilon=1.0, delta=1e-5, sensitivity=2.0, eta=0.5,
+                             lam=0.5, n=1000, K=30),
+                 params=dict(target_epsilon="pos", delta="delta", n="int1", K="int1",
+                             analysis="choice")),
+            Spec("dplib.langevin.excess_risk_bound", lambda: LG.excess_risk_bound,
+                 args=(30, 1.0, 2.0, 10, 1.0, 0.5, 1000),
+                 params=dict(alpha=[1.0, NAN, None], epsilon="pos", d="int1", n="int1")),
+            Spec("dplib.langevin.squared_loss_gradient", lambda: LG.squared_loss_gradient,
+                 kwargs=dict(data=np.zeros((5, 2))),
+                 params=dict(data=[[], [[NAN, 1.0]], "abc", None], lam="pos")),
+            Spec("dplib.langevin.noisy_gd", lambda: LG.noisy_gd,
+                 args=(lambda t: t,), kwargs=dict(theta0=np.zeros(2), n=10, eta=0.5,
+                                                  sigma=1.0, K=3, seed=0, device="cpu"),
+                 params=dict(grad_fn=[None, 3], theta0=[[NAN, 0.0], "ab", None], n="int1",
+                             eta="pos", sigma="pos", K=[-1, 2.5, None], seed="int0")),
+        ]
+    except ImportError:
+        pass
+    try:
+        import torch
+        import dplib.training as TR
+        x = torch.arange(24.0).reshape(6, 4) / 10
+        y = torch.tensor([0, 1, 0, 1, 0, 1])
+
+        def lin():
+            return TR.make_logistic_regression(4, 2)
+
+        def ce(o, t):
+            return torch.nn.functional.cross_entropy(o, t)
+
+        grads = lambda: TR.per_example_grads(lin(), ce, x, y)   # noqa: E731
+        bad_model = [_bn_model(), None, "model"]
+        bad_x = [x[:3], x.numpy(), None]
+        out += [
+            Spec("dplib.training.models.make_mlp", lambda: TR.make_mlp,
+                 kwargs=dict(in_features=4, num_classes=2, hidden=(8,)),
+                 params=dict(in_features="int1", num_classes=[1, 0, 2.5, None],
+                             hidden=[(0,), (-1,), "8", (2.5,), None], seed=[-1, 2.5, "a"])),
+            Spec("dplib.training.models.make_cnn", lambda: TR.make_cnn,
+                 kwargs=dict(in_channels=1, num_classes=2, image_size=8, groups=2, width=4),
+                 params=dict(in_channels="int1", num_classes=[1, 0, None],
+                             image_size=[0, -8, 2.5, None], groups=[0, 3, 2.5],
+                             width=[0, 5, None])),
+            Spec("dplib.training.models.make_logistic_regression",
+                 lambda: TR.make_logistic_regression,
+                 kwargs=dict(in_features=4, num_classes=2),
+                 params=dict(in_features="int1", num_classes=[1, 0, 2.5, None])),
+            Spec("dplib.training.models.check_dp_compatible", lambda: TR.check_dp_compatible,
+                 kwargs=dict(model=lin()), params=dict(model=bad_model),
+                 names=dict(model="BatchNorm|model")),
+            Spec("dplib.training.grads.per_example_grads", lambda: TR.per_example_grads,
+                 args=(lin(), ce, x, y), params=dict(x=bad_x, y=[y[:2], None]),
+                 names=dict(x="x", y="y")),
+            Spec("dplib.training.grads.per_example_losses", lambda: TR.per_example_losses,
+                 args=(lin(), ce, x, y), params=dict(x=bad_x, y=[y[:2], None])),
+            Spec("dplib.training.grads.clip_per_example", lambda: TR.clip_per_example,
+                 args=(grads(), 1.0),
+                 params=dict(grads=[{}, None, {"a": torch.zeros(2, 3), "b": torch.zeros(3)}],
+                             max_norm=[0.0, -1.0, NAN, "1", None]),
+                 names=dict(max_norm="max_norm|max_grad_norm")),
+            Spec("dplib.training.grads.clip_factors", lambda: TR.clip_factors,
+                 args=(torch.ones(3), 1.0), params=dict(max_norm=[0.0, -1.0, NAN, None],
+                                                       norms=[None, "abc"]),
+                 names=dict(max_norm="max_norm|max_grad_norm")),
+            Spec("dplib.training.grads.flat_norms", lambda: TR.grads.flat_norms,
+                 args=(grads(),), params=dict(grads=[{}, None])),
+            Spec("dplib.training.grads.check_max_grad_norm",
+                 lambda: TR.grads.check_max_grad_norm, args=(1.0,),
+                 params=dict(max_grad_norm=[0.0, -1.0, NAN, "1", None])),
+            Spec("dplib.training.grads.clipped_grad_sum", lambda: TR.clipped_grad_sum,
+                 args=(lin(), ce, x, y, 1.0),
+                 params=dict(x=bad_x, max_norm=[0.0, -1.0, NAN, None],
+                             chunk_size=[0, -1, 2.5]),
+                 names=dict(max_norm="max_norm|max_grad_norm")),
+            Spec("dplib.training.ghost.ghost_norms", lambda: TR.ghost_norms,
+                 args=(lin(), ce, x, y), params=dict(x=bad_x, model=[_bn_model(), None]),
+                 names=dict(model="model|BatchNorm1d")),
+            Spec("dplib.training.ghost.ghost_clipped_grad_sum",
+                 lambda: TR.ghost_clipped_grad_sum, args=(lin(), ce, x, y, 1.0),
+                 params=dict(x=bad_x, max_norm=[0.0, -1.0, NAN, None]),
+                 names=dict(max_norm="max_norm|max_grad_norm")),
+            Spec("dplib.training.trainer.train", lambda: TR.train,
+                 args=(lin(), (x, y)),
+                 kwargs=dict(sample_rate=0.5, lr=0.1, steps=2, noise_multiplier=1.0,
+                             device="cpu"),
+                 params=dict(model=bad_model, train_data=[(x, y[:3]), (x,), None, "xy"],
+                             sample_rate="rate", lr="pos", steps="int1",
+                             noise_multiplier=[-1.0, NAN, INF, "1"],
+                             max_grad_norm=[0.0, -1.0, NAN, "1"], delta="delta",
+                             optimizer="choice", momentum=[-0.1, 1.5, NAN],
+                             weight_decay=[-0.1, NAN], accountant="choice", seed="int0",
+                             virtual_batch_size=[0, -1, 2.5], eval_every=[0, -1, 2.5]),
+                 names=dict(model="BatchNorm|model")),
+            Spec("dplib.training.trainer.noisy_gradient", lambda: TR.noisy_gradient,
+                 args=(lin(), ce, x, y),
+                 kwargs=dict(max_grad_norm=1.0, noise_multiplier=1.0,
+                             expected_batch_size=3.0),
+                 params=dict(max_grad_norm=[0.0, NAN, None], noise_multiplier=[-1.0, NAN],
+                             expected_batch_size=[0.0, -3.0, NAN, None])),
+            Spec("dplib.training.trainer.evaluate", lambda: TR.evaluate,
+                 args=(lin(), x, y), kwargs=dict(device="cpu"),
+                 params=dict(X=[x[:3], None, "abc"], y=[y[:2], None],
+                             batch_size=[0, -1, 2.5])),
+            Spec("dplib.training.trainer.predict_logits", lambda: TR.predict_logits,
+                 args=(lin(), x), kwargs=dict(device="cpu"),
+                 params=dict(X=[None, "abc"], batch_size=[0, -1, 2.5])),
+            Spec("dplib.training.trainer.steps_for_epochs", lambda: TR.steps_for_epochs,
+                 args=(2.0, 0.1), params=dict(epochs=[0.0, -1.0, NAN, None],
+                                               sample_rate="rate")),
+            Spec("dplib.training.trainer.make_accountant", lambda: TR.make_accountant,
+                 args=("rdp",), params=dict(kind="choice"),
+                 names=dict(kind="kind|accountant")),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib.attacks import lira as LI
+        from dplib.attacks import roc as R
+        from dplib.attacks import scores as SC
+        sc = np.array([0.1, 0.9, 0.4, 0.7])
+        lab = np.array([0, 1, 0, 1])
+        logits = np.array([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        ylab = np.array([0, 1, 1])
+        bad_scores = [[], [NAN, 1.0, 0.5, 0.2], "abcd", None, np.ones(3)]
+        bad_labels = [[0, 2, 1, 0], [], None, np.ones(3, int), [0.5, 1, 0, 1]]
+        sh_scores = np.random.default_rng(0).normal(size=(8, 4))
+        sh_in = np.random.default_rng(1).random((8, 4)) < 0.5
+        out += [
+            Spec("dplib.attacks.roc.roc_curve", lambda: R.roc_curve, args=(sc, lab),
+                 params=dict(scores=bad_scores, labels=bad_labels)),
+            Spec("dplib.attacks.roc.roc_auc", lambda: R.roc_auc, args=(sc, lab),
+                 params=dict(scores=bad_scores, labels=bad_labels)),
+            Spec("dplib.attacks.roc.tpr_at_fpr", lambda: R.tpr_at_fpr, args=(sc, lab, 0.5),
+                 params=dict(scores=bad_scores, labels=bad_labels,
+                             fpr=[-0.1, 1.5, NAN, "a", None])),
+            Spec("dplib.attacks.roc.attack_summary", lambda: R.attack_summary,
+                 args=(sc, lab), params=dict(scores=bad_scores, labels=bad_labels,
+                                             fprs=[(-0.1,), (1.5,), (NAN,), "a"])),
+            Spec("dplib.attacks.roc.check_membership_labels",
+                 lambda: R.check_membership_labels, args=(lab,),
+                 params=dict(labels=bad_labels)),
+            Spec("dplib.attacks.roc.check_scores", lambda: R.check_scores, args=(sc,),
+                 params=dict(scores=bad_scores[:4], n=[0, -1, 2.5, 5]),
+                 names=dict(n="n|label")),
+            Spec("dplib.attacks.roc.dp_tpr_bound", lambda: R.dp_tpr_bound,
+                 args=(0.1, 1.0), params=dict(fpr=[-0.1, 1.5, NAN, None],
+                                              epsilon="nonneg", delta="delta0")),
+            Spec("dplib.attacks.scores.loss_scores", lambda: SC.loss_scores,
+                 args=(logits, ylab), params=dict(logits=[[], [[NAN, 1.0]] * 3, None],
+                                                  labels=[[0, 2, 1], [0, 1], None])),
+            Spec("dplib.attacks.scores.confidence_scores", lambda: SC.confidence_scores,
+                 args=(logits, ylab), params=dict(logits=[[], None],
+                                                  labels=[[0, 5, 1], None])),
+            Spec("dplib.attacks.scores.logit_scaled_confidence",
+                 lambda: SC.logit_scaled_confidence, args=(logits, ylab),
+                 params=dict(logits=[[], None], labels=[[0, 5, 1], None])),
+            Spec("dplib.attacks.scores.score_examples", lambda: SC.score_examples,
+                 args=(logits, ylab), params=dict(kind="choice", labels=[[-1, 0, 1]])),
+            Spec("dplib.attacks.lira.fit_gaussians", lambda: LI.fit_gaussians,
+                 args=(sh_scores, sh_in),
+                 params=dict(shadow_scores=[None, sh_scores[:3], [[NAN] * 4] * 8],
+                             shadow_in=[None, sh_in[:3], sh_in.astype(float) + 1],
+                             fixed_variance="bool")),
+            Spec("dplib.attacks.lira.lira_online", lambda: LI.lira_online,
+                 args=(sh_scores[0], sh_scores, sh_in),
+                 params=dict(target_scores=[None, [NAN] * 4, sh_scores[0][:2]],
+                             shadow_in=[None, sh_in[:3]])),
+            Spec("dplib.attacks.lira.lira_offline", lambda: LI.lira_offline,
+                 args=(sh_scores[0], sh_scores, sh_in),
+                 params=dict(target_scores=[None, [NAN] * 4, sh_scores[0][:2]],
+                             shadow_in=[None, sh_in[:3]])),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib import datasets as D
+        from dplib import features as F
+        out += [
+            Spec("dplib.datasets.load_digits", lambda: D.load_digits, kwargs=dict(seed=0),
+                 params=dict(seed="int0", val_fraction="frac0", test_fraction="frac_open",
+                             standardize=["yes", None, 2])),
+            Spec("dplib.features.fit_public_feature_map", lambda: F.fit_public_feature_map,
+                 args=(np.random.default_rng(0).normal(size=(50, 20)),),
+                 kwargs=dict(dim=4),
+                 params=dict(X_public=[[], [[NAN] * 20] * 50, "abc", None],
+                             dim=[0, -1, 2.5, None], bias=[NAN, INF, "a", None])),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib.icl import accounting as IA
+        from dplib.icl import aggregation as AG
+        hist = np.array([[3.0, 1.0], [2.0, 2.0]])
+        out += [
+            Spec("dplib.icl.accounting.gaussian_noise_std", lambda: IA.gaussian_noise_std,
+                 args=(1.0, 1e-5, 10), params=dict(epsilon=[0.0, -1.0, NAN, "1", None],
+                                                   delta="delta", num_releases="int1",
+                                                   sample_rate="rate", sensitivity="pos",
+                                                   accountant="choice")),
+            Spec("dplib.icl.accounting.vote_noise_std", lambda: IA.vote_noise_std,
+                 args=(1.0, 1e-5, 10), params=dict(epsilon=[0.0, -1.0, NAN, None],
+                                                   delta="delta", num_queries="int1",
+                                                   sample_rate="rate")),
+            Spec("dplib.icl.accounting.gaussian_epsilon_spent",
+                 lambda: IA.gaussian_epsilon_spent, args=(2.0, 1e-5, 10),
+                 params=dict(noise_std="pos", delta="delta", num_releases="int1",
+                             sample_rate="rate", sensitivity="pos")),
+            Spec("dplib.icl.accounting.per_query_epsilon", lambda: IA.per_query_epsilon,
+                 args=(1.0, 1e-5, 10), params=dict(epsilon="pos", delta="delta",
+                                                   num_queries="int1",
+                                                   delta_per_query=[-0.1, 1.0, NAN])),
+            Spec("dplib.icl.aggregation.vote_histogram", lambda: AG.vote_histogram,
+                 args=(np.array([[0, 1, 1]]), 2),
+                 params=dict(votes=[[[0, 5]], [[0.5, 1]], None, "ab"],
+                             num_classes=[0, -1, 2.5, None])),
+            Spec("dplib.icl.aggregation.noisy_vote", lambda: AG.noisy_vote,
+                 args=(hist, 1.0), kwargs=dict(rng=0),
+                 params=dict(histograms="array", noise_std=[-1.0, NAN, INF, "1", None],
+                             rng="rng")),
+            Spec("dplib.icl.aggregation.rnm_vote", lambda: AG.rnm_vote,
+                 args=(hist, 1.0), kwargs=dict(rng=0),
+                 params=dict(histograms="array", epsilon="pos", rng="rng"),
+                 names=dict(histograms="scores")),
+            Spec("dplib.icl.aggregation.esa", lambda: AG.esa,
+                 args=(np.eye(3), np.eye(3), 0.3), kwargs=dict(rng=0),
+                 params=dict(answer_embeddings=[[], [[NAN, 0, 0]], np.eye(2), None],
+                             candidate_embeddings=[[], np.eye(2), None],
+                             noise_std=[-1.0, NAN, None], rng="rng")),
+            Spec("dplib.icl.aggregation.partition_exemplars", lambda: AG.partition_exemplars,
+                 args=(100, 5, 3), kwargs=dict(shots=4, sampler="fixed", rng=2),
+                 params=dict(n="int1", num_subsets="int1", num_queries="int1",
+                             rng="rng")),
+        ]
+    except ImportError:
+        pass
+    try:
+        import dplib.sgld as SG
+        P = dict(lipschitz=1.5, sigma=0.3, lam=0.01, n=2000)
+        out += [
+            Spec("dplib.sgld.decreasing_step_sizes", lambda: SG.decreasing_step_sizes,
+                 args=(2.0, 0.01, 10), params=dict(beta="pos", lam="pos", K="int1")),
+            Spec("dplib.sgld.sgld_rdp", lambda: SG.sgld_rdp, args=(30.0,),
+                 kwargs=dict(P, step_sizes=0.01, K=100),
+                 params=dict(alpha=[1.0, NAN, None], lipschitz="pos", sigma="pos",
+                             lam="pos", n="int1", step_sizes=[0.0, -0.1, NAN, None],
+                             K=[-1, 2.5])),
+            Spec("dplib.sgld.constant_step_rdp", lambda: SG.constant_step_rdp, args=(30.0,),
+                 kwargs=dict(P, eta=0.01, K=100),
+                 params=dict(alpha=[1.0, NAN], sigma="pos", eta="pos", K=[-1, 2.5])),
+            Spec("dplib.sgld.decreasing_step_rdp", lambda: SG.decreasing_step_rdp,
+                 args=(30.0,), kwargs=dict(P, beta=2.0, K=100),
+                 params=dict(alpha=[1.0, NAN], sigma="pos", beta="pos", K=[-1, 2.5])),
+            Spec("dplib.sgld.sgld_rdp_limit", lambda: SG.sgld_rdp_limit, args=(30.0,),
+                 kwargs=P, params=dict(alpha=[1.0, NAN], lipschitz="pos", sigma="pos",
+                                       lam="pos", n="int1")),
+            Spec("dplib.sgld.sgld_composition_rdp", lambda: SG.sgld_composition_rdp,
+                 args=(30.0, 1.5, 0.3, 2000, 0.01), kwargs=dict(K=100),
+                 params=dict(alpha=[1.0, NAN], lipschitz="pos", sigma="pos", n="int1",
+                             step_sizes=[0.0, -0.1, NAN], K=[-1, 2.5])),
+            Spec("dplib.sgld.sgld_epsilon", lambda: SG.sgld_epsilon,
+                 args=(1e-5, 1.5, 0.3, 0.01, 2000, 0.01), kwargs=dict(K=100),
+                 params=dict(delta="delta", lipschitz="pos", sigma="pos", lam="pos",
+                             n="int1", method="choice")),
+            Spec("dplib.sgld.sgld_calibrate_sigma", lambda: SG.sgld_calibrate_sigma,
+                 args=(1.0, 1e-5, 1.5, 0.01, 2000, 0.01), kwargs=dict(K=100),
+                 params=dict(target_epsilon="pos", delta="delta", lipschitz="pos",
+                             n="int1")),
+            Spec("dplib.sgld.released_iterates_epsilon", lambda: SG.released_iterates_epsilon,
+                 args=(1e-5, 1.5, 0.3, 2000, 100, 0.01), kwargs=dict(K=100),
+                 params=dict(delta="delta", lipschitz="pos", sigma="pos", n="int1",
+                             batch_size=[0, -1, 2.5, 5000])),
+            Spec("dplib.sgld.calibrate_noise_replace_one",
+                 lambda: SG.calibrate_noise_replace_one, args=(1.0, 1e-5, 0.01, 100),
+                 params=dict(target_epsilon="pos", delta="delta", sample_rate="rate",
+                             num_steps="int1")),
+            Spec("dplib.sgld.table4_diagnostics", lambda: SG.table4_diagnostics,
+                 args=(2.0, 0.01, 1.0, 30.0, 2000, 10),
+                 params=dict(beta="pos", lam="pos", alpha=[1.0, NAN], n="int1", d="int1")),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib.training import erm as E
+        out += [
+            Spec("dplib.training.erm.dpgd_sigma", lambda: E.dpgd_sigma,
+                 args=(0.5, 1e-5, 100, 1000),
+                 params=dict(epsilon="pos", delta="delta", steps="int1", n="int1",
+                             lipschitz="pos", form="choice")),
+            Spec("dplib.training.erm.dpgd_bound", lambda: E.dpgd_bound,
+                 args=(0.5, 1e-5, 100, 1000, 10, 1.0),
+                 params=dict(epsilon="pos", delta="delta", n="int1", d="int1",
+                             diameter="pos", form="choice")),
+            Spec("dplib.training.erm.dpgd_steps", lambda: E.dpgd_steps,
+                 args=(0.5, 1e-5, 1000, 10),
+                 params=dict(epsilon="pos", delta="delta", n="int1", d="int1",
+                             max_steps="int1")),
+            Spec("dplib.training.erm.synthetic_logistic", lambda: E.synthetic_logistic,
+                 args=(50, 3), kwargs=dict(rng=0),
+                 params=dict(n="int1", d="int1", weight_norm="pos", rng="rng")),
+            Spec("dplib.training.erm.perturbed_median", lambda: E.perturbed_median,
+                 args=(np.array([1.0, 2.0, 3.0]), np.array([0.0, 0.5, 1.0])),
+                 params=dict(x=[[], [NAN], None, "abc"], b=[[NAN, 0, 0], None])),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib.icl import aggregation as AG
+        h = np.array([9.0, 7.0, 2.0, 2.0])
+        out += [
+            Spec("dplib.icl.aggregation.topk_sequences", lambda: AG.topk_sequences,
+                 args=(4, 2), params=dict(d="int1", k=[0, -1, 5, 2.5, None])),
+            Spec("dplib.icl.aggregation.joint_em_utilities", lambda: AG.joint_em_utilities,
+                 args=(h, 2), params=dict(counts=[[], [NAN, 1, 1, 1], None, [-1, 2, 3]],
+                                          k=[0, -1, 5, 2.5])),
+            Spec("dplib.icl.aggregation.joint_exponential_topk",
+                 lambda: AG.joint_exponential_topk, args=(h, 2, 1.5), kwargs=dict(rng=0),
+                 params=dict(counts=[[], [NAN, 1, 1, 1], None], k=[0, 5, 2.5],
+                             epsilon="pos", rng="rng")),
+            Spec("dplib.icl.aggregation.joint_em_topk_probability",
+                 lambda: AG.joint_em_topk_probability, args=(h, 2, 1.5),
+                 params=dict(counts=[[], None], k=[0, 5], epsilon="pos")),
+            Spec("dplib.icl.aggregation.ptr_distance", lambda: AG.ptr_distance, args=(h, 2),
+                 params=dict(counts=[[], [NAN, 1, 1, 1], None], k=[0, 5, 2.5])),
+            Spec("dplib.icl.aggregation.ptr_release_probability",
+                 lambda: AG.ptr_release_probability, args=(h, 2, 1.0, 1e-5),
+                 params=dict(counts=[[], None], k=[0, 5], epsilon="pos", delta="delta")),
+            Spec("dplib.icl.aggregation.ptr_topk", lambda: AG.ptr_topk,
+                 args=(h, 2, 1.0, 1e-5), kwargs=dict(rng=0),
+                 params=dict(counts=[[], None], k=[0, 5], epsilon="pos", delta="delta",
+                             rng="rng")),
+            Spec("dplib.icl.aggregation.keyword_histogram", lambda: AG.keyword_histogram,
+                 args=(["a b", "b c"], ["a", "b"]),
+                 params=dict(answers=[None, "a b", [1, 2]], keywords=[[], None, "ab"])),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib.attacks import shadow as SH
+        from dplib.attacks import audit as AU
+        X = np.zeros((10, 2), np.float32)
+        Y = np.array([0, 1] * 5)
+        out += [
+            Spec("dplib.attacks.shadow.membership_masks", lambda: SH.membership_masks,
+                 args=(4, 10), kwargs=dict(rng=0),
+                 params=dict(n_models="int1", n_examples="int1", rng="rng",
+                             fraction="frac_open", design="choice")),
+            Spec("dplib.attacks.audit.dpsgd_canary_runs", lambda: AU.dpsgd_canary_runs,
+                 args=(X, Y), kwargs=dict(runs=2, steps=1, sample_rate=0.5,
+                                          noise_multiplier=1.0, with_canary=True,
+                                          device="cpu"),
+                 params=dict(runs="int1", steps="int1", sample_rate="rate",
+                             noise_multiplier=[-1.0, NAN, INF, None],
+                             max_grad_norm="pos", lr="pos", with_canary="bool",
+                             canary_scale="pos")),
+            Spec("dplib.attacks.audit.dpsgd_canary_audit", lambda: AU.dpsgd_canary_audit,
+                 args=(X, Y), kwargs=dict(runs=8, steps=1, sample_rate=0.5,
+                                          noise_multiplier=1.0, device="cpu"),
+                 params=dict(runs="int1", steps="int1", sample_rate="rate",
+                             noise_multiplier=[0.0, -1.0, NAN, None], delta="delta",
+                             confidence="frac_open")),
+            Spec("dplib.attacks.audit.canary_loss", lambda: AU.canary_loss,
+                 args=(__import__("torch").zeros(2, 2),
+                       __import__("torch").tensor([0, -1])),
+                 params=dict(logits=[None, "ab"], targets=[None, "ab"])),
+        ]
+    except ImportError:
+        pass
+    return out
+
+
+#: Public callables deliberately not in the sweep, with the reason.
+EXCLUDED: dict[str, str] = {
+    "dplib.accounting.pld.DiscretePLD": "data container built by subsampled_gaussian_pld/compose",
+    "dplib.attacks.audit.AuditResult": "result record returned by audit_from_samples",
+    "dplib.attacks.audit.MechanismAudit": "record built by mechanism_audits (its run() is swept)",
+    "dplib.device.Setup": "result record returned by setup()",
+    "dplib.device.quick_mode": "no parameters (reads DPBOOK_QUICK)",
+    "dplib.datasets.default_root": "no parameters (reads DPBOOK_DATA)",
+    "dplib.plotting.use_book_style": "no parameters",
+    "dplib.widgets.Control": "record built by slider/int_slider/log_slider/dropdown (swept)",
+    "dplib.widgets.FigurePanel": "built by interactive_figure (swept)",
+    # result records (dataclasses returned by swept functions)
+    **{name: "result record returned by a library function" for name in (
+        "dplib.attacks.audit.CanaryAuditResult", "dplib.attacks.experiment.CanaryAudit",
+        "dplib.attacks.experiment.Population", "dplib.attacks.extraction.ExtractionResult",
+        "dplib.attacks.extraction.InversionResult", "dplib.attacks.lira.GaussianFits",
+        "dplib.attacks.shadow.BatchedModels", "dplib.features.PublicFeatureMap",
+        "dplib.icl.aggregation.Votes", "dplib.icl.data.TextDataset",
+        "dplib.icl.experiments.DPICLResult", "dplib.icl.prompts.PromptBatch",
+        "dplib.sgld.LogisticConstants", "dplib.sgld.SGLDResult",
+        "dplib.training.trainer.TrainResult")},
+    # experiment drivers: minutes of training each; their inputs reach the swept functions
+    **{name: "experiment driver (minutes per call); validated by the swept functions it calls"
+       for name in (
+        "dplib.attacks.experiment.canary_audit", "dplib.attacks.experiment.digits_pool",
+        "dplib.attacks.experiment.mia_model",
+        "dplib.attacks.experiment.population_epsilon_lower_bound",
+        "dplib.attacks.experiment.run_attacks", "dplib.attacks.experiment.train_population",
+        "dplib.attacks.shadow.ShadowModelAttack", "dplib.attacks.shadow.train_models_batched",
+        "dplib.attacks.shadow.train_models_sequential",
+        "dplib.attacks.extraction.extract_logistic_regression",
+        "dplib.attacks.extraction.invert_model", "dplib.attacks.extraction.prediction_api",
+        "dplib.features.digits_features", "dplib.features.synthetic_features",
+        "dplib.icl.aggregation.ensemble_votes", "dplib.icl.experiments.accuracy_table",
+        "dplib.icl.experiments.derailment", "dplib.icl.experiments.dp_icl_classify",
+        "dplib.icl.experiments.mia_one_shot", "dplib.icl.experiments.single_prompt_predict",
+        "dplib.icl.experiments.summarise_products", "dplib.icl.experiments.zero_shot_predict",
+        "dplib.icl.fewshot.generate_demonstrations", "dplib.icl.fewshot.private_next_tokens",
+        "dplib.icl.fewshot.synthetic_demonstrations",
+        "dplib.icl.fewshot.synthetic_demos_prompts",
+        "dplib.sgld.compare_methods", "dplib.sgld.compare_on_digits", "dplib.sgld.scaling_study",
+        "dplib.sgld.train_dp_sgld_logistic", "dplib.sgld.dp_sgld",
+        "dplib.training.erm.dp_gd_logistic", "dplib.training.erm.fit_logistic",
+        "dplib.training.erm.objective_perturbation_logistic",
+        "dplib.training.erm.output_perturbation_logistic",
+        )},
+    # numeric helpers that arrived while this sweep was written: not yet in the table
+    **{name: "added to dplib after this table was written; follow-up: add a spec" for name in (
+        "dplib.training.erm.balanced_lambda", "dplib.training.erm.logistic_grad",
+        "dplib.training.erm.logistic_loss", "dplib.sgld.logistic_regression_accuracy",
+        "dplib.sgld.logistic_regression_constants", "dplib.sgld.logistic_regression_grad",
+        "dplib.sgld.logistic_regression_loss", "dplib.sgld.one_step_delta_lower_bound",
+        "dplib.training.models.make_mnist_cnn")},
+    # data I/O, text utilities and language-model adapters (no privacy parameter; their files
+    # and downloads are tested in tests/unit)
+    **{name: "data I/O / text utility / model adapter: no numeric privacy input" for name in (
+        "dplib.datasets.is_online", "dplib.datasets.load_cifar10", "dplib.datasets.load_mnist",
+        "dplib.icl.data.download", "dplib.icl.data.load_agnews", "dplib.icl.data.load_book_data",
+        "dplib.icl.data.load_sst2", "dplib.icl.data.make_book_data",
+        "dplib.icl.data.product_reference", "dplib.icl.data.tokenize",
+        "dplib.icl.data.vocabulary", "dplib.icl.data.write_book_data",
+        "dplib.icl.experiments.format_table", "dplib.icl.experiments.unigram_f1",
+        "dplib.icl.model.HFCausalLM", "dplib.icl.model.HashingEmbedder",
+        "dplib.icl.model.OfflineICL", "dplib.icl.model.WordVectors", "dplib.icl.model.generate",
+        "dplib.icl.model.transformers_available", "dplib.icl.prompts.PromptTemplate",
+        "dplib.icl.prompts.template_for", "dplib.sgld.format_table")},
+    "dplib.attacks.roc.plot_roc": "draws on a matplotlib axis; its inputs go through roc_curve",
+}
+
+
+def all_specs() -> list[Spec]:
+    return _specs_core() + _specs_support() + _specs_ml()
+
+
+#: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.
+#: The sweep checks that they still fail, so a fix is noticed and the entry removed.
+_LANGEVIN = "report: Langevin chapter owner (dplib/langevin.py)"
+_TRAINING = "report: DP-SGD engineer (dplib/training/)"
+_MIA = "report: membership-inference engineer (dplib/attacks/roc.py)"
+KNOWN_GAPS: dict[str, str] = {
+    "dplib.langevin.squared_loss_gradient[data='abc']": _LANGEVIN,
+    "dplib.langevin.noisy_gd[grad_fn=None]": _LANGEVIN,
+    "dplib.langevin.noisy_gd[grad_fn=3]": _LANGEVIN,
+    "dplib.langevin.noisy_gd[theta0='ab']": _LANGEVIN,
+    "dplib.training.models.make_mlp[hidden=None]": _TRAINING,
+    **{f"dplib.training.grads.per_example_losses[{p}]": _TRAINING + "; no batch check"
+       for p in ("x=Tensor(3, 4)", "x=array(6, 4)", "x=None", "y=Tensor(2,)", "y=None")},
+    "dplib.training.grads.clip_per_example[grads={a: torch.Size([2, 3]), b: ...]":
+        _TRAINING + "; the message does not name grads",
+    "dplib.training.grads.clip_factors[norms=None]": _TRAINING,
+    "dplib.training.grads.clip_factors[norms='abc']": _TRAINING,
+    "dplib.training.grads.flat_norms[grads={}]": _TRAINING,
+    "dplib.training.grads.flat_norms[grads=None]": _TRAINING,
+    "dplib.training.grads.clipped_grad_sum[x=Tensor(3, 4)]":
+        _TRAINING + "; x with 3 rows and y with 6 RETURNS a gradient (silently wrong)",
+    **{f"dplib.training.grads.clipped_grad_sum[{p}]": _TRAINING
+       for p in ("x=array(6, 4)", "x=None", "chunk_size=0", "chunk_size=-1",
+                 "chunk_size=2.5")},
+    **{f"dplib.training.ghost.{f}[{p}]": _TRAINING
+       for f in ("ghost_norms", "ghost_clipped_grad_sum")
+       for p in ("x=Tensor(3, 4)", "x=array(6, 4)", "x=None")},
+    "dplib.training.ghost.ghost_norms[model=None]": _TRAINING,
+    **{f"dplib.training.trainer.{f}[{p}]": _TRAINING
+       for f, p in (("evaluate", "X=None"), ("evaluate", "X='abc'"), ("evaluate", "y=None"),
+                    ("predict_logits", "X=None"), ("predict_logits", "X='abc'"))},
+    **{f"dplib.datasets.load_digits[standardize={v!r}]": _TRAINING + " (load_digits)"
+       for v in ("yes", None, 2)},
+    "dplib.training.erm.perturbed_median[x='abc']": _TRAINING + " (erm)",
+    "dplib.icl.aggregation.joint_em_utilities[counts=[-1, 2, 3]]":
+        "report: DP-ICL engineer; negative counts accepted",
+    **{f"dplib.icl.aggregation.keyword_histogram[{p}]": "report: DP-ICL engineer"
+       for p in ("answers=None", "answers='a b'", "answers=[1, 2]", "keywords=[]",
+                 "keywords=None", "keywords='ab'")},
+    "dplib.attacks.roc.tpr_at_fpr[fpr='a']": _MIA,
+    "dplib.attacks.roc.check_scores[scores=[]]": _MIA,
+    **{f"dplib.icl.accounting.vote_noise_std[num_queries={v!r}]":
+       "report: DP-ICL engineer; the message names num_releases"
+       for v in (0, -3, 2.5, NAN, "3", None, True)},
+    "dplib.attacks.linkage.combined_key[columns='abc']":
+        "a string is taken as a list of 3 one-character columns (report: chapter 1 owner)",
+    "dplib.attacks.linkage.link_records[release=None]":
+        "TypeError from len(None) does not name 'release' (report: chapter 1 owner)",
+    "dplib.attacks.linkage.link_records[public=None]":
+        "TypeError from len(None) does not name 'public' (report: chapter 1 owner)",
+}

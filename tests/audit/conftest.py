@@ -1,0 +1,13 @@
+"""Shared settings of the reliability tests (issue 13): a fixed hypothesis profile.
+
+``derandomize=True`` makes every property test draw the same examples on every run (no flaky
+failures, no example database), and ``max_examples`` bounds the time.
+"""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dplib-audit", derandomize=True, max_examples=40, deadline=None,
+                          database=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("dplib-audit")

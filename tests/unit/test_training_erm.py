@@ -1,0 +1,181 @@
+"""dplib.training.erm: the convex part of the DP-SGD chapter.
+
+Oracles: scikit-learn's LogisticRegression (the non-private solver), brute-force minimisation on
+a grid (the perturbed median), dplib.accounting's advanced composition and PLD accountant (the
+DP-GD noise levels), and distributional tests of the released noise with fixed seeds.
+"""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.linear_model import LogisticRegression
+
+from dplib.accounting import PLDAccountant, advanced_composition
+from dplib.mechanisms import gaussian_sigma
+from dplib.training.erm import (balanced_lambda, dp_gd_logistic, dpgd_bound, dpgd_sigma,
+                                dpgd_steps, fit_logistic, logistic_grad, logistic_loss,
+                                objective_perturbation_logistic, output_perturbation_logistic,
+                                perturbed_median, synthetic_logistic)
+
+X, Y, W0 = synthetic_logistic(400, 5, rng=0)
+
+
+def test_synthetic_data_is_bounded_and_seeded():
+    assert X.shape == (400, 5) and np.all(np.linalg.norm(X, axis=1) <= 1 + 1e-12)
+    assert set(np.unique(Y)) == {0.0, 1.0} and abs(np.linalg.norm(W0) - 4) < 1e-12
+    assert np.array_equal(synthetic_logistic(400, 5, rng=0)[0], X)
+
+
+def test_gradient_matches_finite_differences():
+    w = np.linspace(-1, 1, 5)
+    g = logistic_grad(w, X, Y)
+    e = np.eye(5) * 1e-6
+    fd = [(logistic_loss(w + e[i], X, Y) - logistic_loss(w - e[i], X, Y)) / 2e-6
+          for i in range(5)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("lam", [0.01, 0.1])
+def test_fit_logistic_matches_scikit_learn(lam):
+    w = fit_logistic(X, Y, lam=lam, steps=3000)
+    sk = LogisticRegression(C=1 / (len(Y) * lam), fit_intercept=False, tol=1e-12,
+                            max_iter=10_000).fit(X, Y)
+    np.testing.assert_allclose(w, sk.coef_[0], rtol=1e-5, atol=1e-7)
+
+
+def test_fit_logistic_respects_the_ball():
+    w = fit_logistic(X, Y, radius=1.0)
+    assert np.linalg.norm(w) <= 1.0 + 1e-12
+    # projected-gradient optimality: the gradient points outward along w
+    g = logistic_grad(w, X, Y)
+    assert np.linalg.norm(g + np.dot(-g, w) * w / np.linalg.norm(w) ** 2) < 1e-6
+
+
+def test_dpgd_sigma_derived_form_is_advanced_composition_of_gaussians():
+    eps, delta, n = 0.5, 1e-5, 1000
+    for T in (1, 10, 100, 1000):
+        sigma = dpgd_sigma(eps, delta, T, n)
+        d0 = delta / (T + 1)
+        # per-step ε' of the classic Gaussian mechanism at this σ, sensitivity 2/n
+        eps_step = (2 / n) * math.sqrt(2 * math.log(1.25 / d0)) / sigma
+        total, total_delta = advanced_composition(eps_step, d0, T, d0)
+        assert total <= eps + 1e-12 and total_delta == pytest.approx(delta)
+        expected = 8 * math.sqrt(T) / (eps * n) * math.sqrt(
+            math.log((T + 1) / delta) * math.log(1.25 * (T + 1) / delta))
+        assert sigma == pytest.approx(expected, rel=1e-12)
+        assert dpgd_sigma(eps, delta, T, n, form="seed") >= sigma
+
+
+def test_dpgd_sigma_gdp_form_is_exact_by_the_pld_accountant():
+    eps, delta, n, T = 0.8, 1e-5, 500, 50
+    sigma = dpgd_sigma(eps, delta, T, n, form="gdp")
+    multiplier = sigma / (2 / n)                 # noise / sensitivity
+    got = PLDAccountant(1e-4).step(noise_multiplier=multiplier, sample_rate=1.0,
+                                   num_steps=T).get_epsilon(delta)
+    assert got == pytest.approx(eps, rel=2e-3)
+    assert sigma == pytest.approx(2 / n * math.sqrt(T) * gaussian_sigma(eps, delta, 1.0,
+                                                                         "analytic"))
+
+
+def test_dpgd_steps_minimises_the_bound():
+    T = dpgd_steps(0.5, 1e-5, 10_000, 10)
+    b = dpgd_bound(0.5, 1e-5, np.array([max(1, T // 2), T, 2 * T]), 10_000, 10, 1.0)
+    assert b[1] <= b[0] and b[1] <= b[2]
+    assert isinstance(dpgd_bound(0.5, 1e-5, 7, 100, 3, 2.0), float)
+
+
+def test_dp_gd_converges_when_the_noise_vanishes():
+    w = dp_gd_logistic(X, Y, epsilon=1e6, delta=1e-5, steps=2000, radius=10.0, rng=0,
+                       form="gdp")
+    best = fit_logistic(X, Y, radius=10.0, steps=3000)
+    assert logistic_loss(w, X, Y) - logistic_loss(best, X, Y) < 2e-3
+
+
+def test_output_perturbation_sensitivity_and_noise():
+    lam, n = 0.1, len(Y)
+    w = fit_logistic(X, Y, lam=lam, steps=3000)
+    rng = np.random.default_rng(1)
+    for _ in range(5):                          # replace one record: moves ≤ 2L/(nλ)
+        X2, Y2 = X.copy(), Y.copy()
+        i = rng.integers(n)
+        X2[i] = rng.normal(size=5)
+        X2[i] /= np.linalg.norm(X2[i])
+        Y2[i] = 1 - Y2[i]
+        shift = np.linalg.norm(fit_logistic(X2, Y2, lam=lam, steps=3000) - w)
+        assert shift <= 2 / (n * lam)
+    sigma = gaussian_sigma(1.0, 1e-5, 2 / (n * lam), "analytic")
+    z = (np.array([output_perturbation_logistic(X, Y, lam=lam, epsilon=1.0, delta=1e-5, rng=s)
+                   for s in range(120)]) - w).ravel() / sigma
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    k = z.size                                   # χ² test of the variance, and its power
+    assert 2 * min(stats.chi2.cdf(z @ z, k), stats.chi2.sf(z @ z, k)) > 1e-3
+    assert stats.chi2.cdf(z @ z / 1.2 ** 2, k) < 1e-3
+
+
+def test_objective_perturbation_noise_has_the_gamma_norm():
+    # recover b from the optimality condition ∇L(w) + λ'w + b/n = 0 and test ‖b‖ ~ Γ(d, 2/ε')
+    Xs, Ys = X[:60], Y[:60]
+    n, d, lam, eps = 60, 5, 0.5, 2.0
+    eps_p = eps - math.log(1 + 2 * 0.25 / (n * lam) + 0.25 ** 2 / (n * lam) ** 2)
+    norms = []
+    for s in range(80):
+        w = objective_perturbation_logistic(Xs, Ys, lam=lam, epsilon=eps, rng=s)
+        b = -n * (logistic_grad(w, Xs, Ys) + lam * w)
+        norms.append(np.linalg.norm(b))
+    assert stats.kstest(norms, stats.gamma(d, scale=2 / eps_p).cdf).pvalue > 1e-3
+    assert stats.kstest(norms, stats.gamma(d, scale=2.6 / eps_p).cdf).pvalue < 1e-3
+
+
+def test_objective_perturbation_adds_regularisation_when_needed():
+    # tiny λ: ε' ≤ 0, so Δ = c/(n(e^{ε/4} − 1)) − λ is added and ε' = ε/2
+    Xs, Ys = X[:20], Y[:20]
+    w = objective_perturbation_logistic(Xs, Ys, lam=1e-4, epsilon=0.1, rng=0)
+    lam_total = 0.25 / (20 * math.expm1(0.1 / 4))
+    b = -20 * (logistic_grad(w, Xs, Ys) + lam_total * w)
+    assert np.all(np.isfinite(b)) and np.linalg.norm(b) > 0
+
+
+def test_perturbed_median_equals_brute_force():
+    rng = np.random.default_rng(3)
+    grid = np.linspace(-1, 12, 13001)
+    for _ in range(20):
+        x = np.round(rng.uniform(0, 10, size=rng.integers(1, 8)), 2)
+        b = rng.uniform(-len(x) + 1e-3, len(x) - 1e-3, size=5)
+        obj = np.abs(grid[None, :, None] - x[None, None, :]).mean(-1) + \
+            b[:, None] / len(x) * grid[None, :]
+        brute = grid[np.argmin(obj, axis=1)]
+        got = perturbed_median(x, b)
+        got_obj = np.abs(got[:, None] - x[None, :]).mean(-1) + b / len(x) * got
+        np.testing.assert_allclose(got_obj, obj.min(axis=1), atol=1e-9)
+        assert np.all(np.abs(got - brute) < 1e-6) or np.allclose(got_obj, obj.min(axis=1))
+
+
+def test_perturbed_median_is_not_private():
+    b = np.random.default_rng(0).uniform(-1.99, 1.99, 10_000)
+    a, c = perturbed_median([0, 100], b), perturbed_median([0, 101], b)
+    assert np.mean(a == 100) == pytest.approx(np.mean(b < 0)) and not np.any(c == 100)
+
+
+def test_balanced_lambda_values():
+    assert balanced_lambda("objective", 1.0, 1e-5, 100, 4, 2.0) == pytest.approx(
+        2 * math.sqrt(2) * 4 / (100 * 2.0))
+    lam = balanced_lambda("output", 1.0, 1e-5, 100, 4, 2.0)
+    assert lam == pytest.approx(math.sqrt(2 * math.sqrt(2 * math.log(1.25e5)) / 100))
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: dpgd_sigma(1.0, 1e-5, 10, 100), "epsilon"),
+    (lambda: dpgd_sigma(0.5, 1e-5, 10, 100, form="loose"), "form"),
+    (lambda: dpgd_sigma(0.5, 0.0, 10, 100), "delta"),
+    (lambda: fit_logistic(X * 2, Y), "norm <= 1"),
+    (lambda: fit_logistic(X, Y + 1), "binary"),
+    (lambda: perturbed_median([0, 1], 2.0), r"\|b\| < n"),
+    (lambda: output_perturbation_logistic(X, Y, lam=0.0, epsilon=1, delta=1e-5, rng=0),
+     "lam"),
+    (lambda: balanced_lambda("noise", 1.0, 1e-5, 10, 2, 1.0), "method"),
+    (lambda: dpgd_bound(0.5, 1e-5, 0, 10, 2, 1.0), "steps"),
+])
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,158 @@
+"""Generate the student and autograder versions of the assignments with otter-grader.
+
+Every ``assignments/*.ipynb`` is a master notebook in Otter Assign's format: questions, their
+solutions, public tests (which students can run) and hidden tests (which only the autograder
+has). ``make assignments`` runs::
+
+    python tools/assignments.py --out _build/assignments [--url https://host/path]
+
+and writes, for each master ``NAME.ipynb``::
+
+    OUT/NAME/student/NAME.ipynb       hand this out (solutions and hidden tests removed)
+    OUT/NAME/student/tests/           the public tests, used by grader.check(...)
+    OUT/NAME/student/tests.zip        the same tests, for Colab (upload it, or publish it)
+    OUT/NAME/autograder/NAME.ipynb    the solutions
+    OUT/NAME/autograder/NAME-autograder_*.zip   grade with: otter run -a <zip> submission.ipynb
+
+With ``--url``, the student notebook's ``TESTS_URL`` is set to ``URL/NAME/tests.zip`` so that in
+Colab its first cell downloads the public tests by itself (publish ``student/tests.zip`` there).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = ROOT / "assignments"
+TESTS_URL_LINE = re.compile(r'^TESTS_URL = "[^"]*"', re.M)
+
+
+def master_notebooks() -> list[Path]:
+    """Every master notebook in ``assignments/`` (sorted by name)."""
+    return sorted(ASSIGNMENTS.glob("*.ipynb"))
+
+
+@dataclass
+class Generated:
+    name: str
+    student: Path        # the student notebook
+    solution: Path       # the autograder's copy of the notebook, with solutions
+    autograder: Path     # the autograder zip file
+
+
+def _otter() -> list[str]:
+    return [sys.executable, "-m", "otter"]
+
+
+def generate(master: Path, out: Path, *, url: str | None = None,
+             run_tests: bool = True) -> Generated:
+    """Run Otter Assign on one master notebook into ``out/<name>``.
+
+    ``run_tests`` makes Otter execute the solutions against every test (public and hidden)
+    before writing anything, so a broken master fails here rather than in a student's hands.
+    """
+    name = master.stem
+    dest = out / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    cmd = _otter() + ["assign", str(master), str(dest)]
+    if not run_tests:
+        cmd.append("--no-run-tests")
+    # Otter runs from the master's folder so that relative `files:` entries resolve.
+    proc = subprocess.run(cmd, cwd=master.parent, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"otter assign failed for {master.name}:\n{proc.stdout}\n{proc.stderr}")
+    student = dest / "student" / master.name
+    solution = dest / "autograder" / master.name
+    zips = sorted((dest / "autograder").glob(f"{name}-autograder_*.zip"))
+    if not (student.exists() and solution.exists() and len(zips) == 1):
+        raise RuntimeError(f"otter assign wrote an unexpected layout in {dest}")
+    # The public tests as one zip: uploaded next to the notebook in Colab, or published at URL.
+    with zipfile.ZipFile(dest / "student" / "tests.zip", "w") as zf:
+        for test in sorted((dest / "student" / "tests").glob("*.py")):
+            zf.write(test, f"tests/{test.name}")
+    if url:
+        nb = nbformat.read(student, as_version=4)
+        cell = next(c for c in nb.cells if c.cell_type == "code")
+        cell.source = TESTS_URL_LINE.sub(
+            f'TESTS_URL = "{url.rstrip("/")}/{name}/tests.zip"', cell.source)
+        nbformat.write(nb, student)
+    return Generated(name, student, solution, zips[0])
+
+
+@dataclass
+class Grade:
+    score: float
+    possible: float
+    per_question: dict[str, tuple[float, float]]   # name -> (score, possible)
+    outputs: dict[str, str]                         # name -> the tests' report
+
+    def report(self) -> str:
+        return "\n".join(f"{q}: {s:g}/{p:g}\n{self.outputs[q]}"
+                         for q, (s, p) in self.per_question.items())
+
+
+def grade(autograder_zip: Path, submission: Path) -> Grade:
+    """Grade one submission locally, without Docker (``otter run``), and return the scores."""
+    with _tempdir() as tmp:
+        proc = subprocess.run(
+            _otter() + ["run", "-a", str(autograder_zip), "-o", str(tmp), "--no-logo",
+                        str(submission)],
+            capture_output=True, text=True)
+        results = tmp / "results.json"
+        if proc.returncode != 0 or not results.exists():
+            raise RuntimeError(f"otter run failed on {submission}:\n{proc.stdout}\n{proc.stderr}")
+        data = json.loads(results.read_text())
+    per_question: dict[str, tuple[float, float]] = {}
+    outputs: dict[str, str] = {}
+    for test in data["tests"]:
+        if "max_score" not in test:     # the "Public Tests" summary entry has no score
+            continue
+        per_question[test["name"]] = (float(test.get("score") or 0.0), float(test["max_score"]))
+        outputs[test["name"]] = test.get("output", "")
+    score = sum(s for s, _ in per_question.values())
+    possible = sum(p for _, p in per_question.values())
+    return Grade(score, possible, per_question, outputs)
+
+
+class _tempdir:
+    def __enter__(self) -> Path:
+        import tempfile
+        self._dir = tempfile.TemporaryDirectory(prefix="dpbook-grade-")
+        return Path(self._dir.name)
+
+    def __exit__(self, *exc) -> None:
+        self._dir.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "assignments")
+    parser.add_argument("--url", default=None,
+                        help="where OUT/NAME/student/tests.zip will be published (for Colab)")
+    parser.add_argument("--no-run-tests", action="store_true",
+                        help="skip Otter's check of the solutions against the tests")
+    parser.add_argument("names", nargs="*", help="only these assignments (file stems)")
+    args = parser.parse_args(argv)
+    masters = [m for m in master_notebooks() if not args.names or m.stem in args.names]
+    if not masters:
+        print("no assignments found", file=sys.stderr)
+        return 1
+    for master in masters:
+        g = generate(master, args.out, url=args.url, run_tests=not args.no_run_tests)
+        print(f"{g.name}:\n  student notebook  {g.student}\n  autograder zip    {g.autograder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
