@@ -4,23 +4,24 @@ Every formula a chapter runs lives here, once, with its source cited and its tes
 
 Modules (by topic): ``mechanisms`` (randomized response, Laplace, Gaussian, discrete samplers,
 exponential mechanism), ``accounting`` (composition, Rényi DP, privacy-loss distributions, noise
-calibration), ``langevin`` (privacy dynamics of noisy gradient descent), ``attacks`` (linkage,
-membership inference, auditing), ``training`` (DP-SGD and DP-Adam with per-example gradients;
-needs torch, imported on first use), ``icl`` (differentially private in-context learning),
-``samplers`` (Poisson, fixed-size and shuffled batches), ``datasets`` (offline, seeded data),
-``device`` (device choice and seeding), ``plotting`` (figure style), ``widgets`` (interactive
-figures that also render statically on the website).
+calibration), ``langevin`` (privacy dynamics of noisy gradient descent), ``sgld`` (DP-SGLD, Ryffel
+et al. 2022; re-exported by ``langevin``), ``features`` (offline public feature maps), ``attacks``
+(linkage, membership inference, auditing), ``training`` (DP-SGD and DP-Adam with per-example
+gradients; needs torch, imported on first use), ``icl`` (differentially private in-context
+learning), ``samplers`` (Poisson, fixed-size and shuffled batches), ``datasets`` (offline, seeded
+data), ``device`` (device choice and seeding), ``plotting`` (figure style), ``widgets``
+(interactive figures that also render statically on the website).
 """
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import (accounting, attacks, datasets, icl, langevin, mechanisms,  # noqa: E402
-               plotting, samplers, widgets)
+from . import (accounting, attacks, datasets, features, icl, langevin,  # noqa: E402
+               mechanisms, plotting, samplers, sgld, widgets)
 from .device import get_device, quick_mode, seed_everything, setup  # noqa: E402
 
-__all__ = ["accounting", "attacks", "datasets", "icl", "langevin", "mechanisms", "plotting",
-           "samplers", "training", "widgets", "get_device", "quick_mode", "seed_everything",
+__all__ = ["accounting", "attacks", "datasets", "features", "icl", "langevin", "mechanisms",
+           "plotting", "samplers", "sgld", "training", "widgets", "get_device", "quick_mode", "seed_everything",
            "setup", "__version__"]
 
 

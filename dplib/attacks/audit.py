@@ -42,6 +42,15 @@ What the functions here compute
   and evaluating on the same data would make the bound invalid (a maximum over many tests is
   biased upward) — that is why the split exists.
 
+Also here (used by tests/audit and benchmarks/, and reusable in a chapter):
+
+* :func:`mechanism_audits` — a catalogue of audits of every mechanism in :mod:`dplib.mechanisms`
+  (and DP-ICL's vote aggregation), each on a worst-case neighbouring pair, plus deliberately
+  broken mechanisms the audit must refute;
+* :func:`dpsgd_canary_audit` — the DP-SGD audit with a Dirac gradient canary over many training
+  runs batched with ``torch.func.vmap`` (:func:`dpsgd_canary_runs`; the unbatched
+  :func:`dpsgd_canary_train_runs` goes through :func:`dplib.training.train` itself).
+
 Pitfalls stated plainly
 -----------------------
 * The bound only concerns the pair (D, D') that was audited; it is only as strong as the pair is

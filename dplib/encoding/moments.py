@@ -117,7 +117,7 @@ def _block(noise: NoiseDistribution, us: np.ndarray, ks: np.ndarray, rtol: float
         return np.where(np.isfinite(out), out, 0.0)
 
     # rough size of each integral (trapezoid), so that all components are O(1) for quad_vec
-    ys = np.linspace(-60.0, 60.0, 61)
+    ys = np.unique(np.concatenate([np.linspace(-60.0, 60.0, 61), np.linspace(-6.0, 6.0, 121)]))
     rough = np.trapezoid(np.abs(np.stack([raw(y) for y in ys])), ys, axis=0)
     rough = np.where(rough > 0, rough, 1.0)
     # one absolute tolerance = relative error rtol on h_k: J small → h ≈ J; I large → h ≈ m

@@ -912,6 +912,12 @@ def _specs_ml() -> list[Spec]:
                  params=dict(runs="int1", steps="int1", sample_rate="rate",
                              noise_multiplier=[0.0, -1.0, NAN, None], delta="delta",
                              confidence="frac_open")),
+            Spec("dplib.attacks.audit.dpsgd_canary_train_runs",
+                 lambda: AU.dpsgd_canary_train_runs, args=(X, Y),
+                 kwargs=dict(runs=1, steps=1, sample_rate=0.5, noise_multiplier=1.0,
+                             with_canary=False),
+                 params=dict(runs="int1", steps="int1", sample_rate="rate",
+                             max_grad_norm="pos", lr="pos", canary_scale="pos")),
             Spec("dplib.attacks.audit.canary_loss", lambda: AU.canary_loss,
                  args=(__import__("torch").zeros(2, 2),
                        __import__("torch").tensor([0, -1])),
@@ -989,6 +995,20 @@ EXCLUDED: dict[str, str] = {
         "dplib.icl.model.transformers_available", "dplib.icl.prompts.PromptTemplate",
         "dplib.icl.prompts.template_for", "dplib.sgld.format_table")},
     "dplib.attacks.roc.plot_roc": "draws on a matplotlib axis; its inputs go through roc_curve",
+    # chapter 8's package arrived (in progress) while this table was written
+    **{f"dplib.encoding.{name}": "chapter 8 package written concurrently; follow-up: specs"
+       for name in (
+        "accounting.EncodingAccountant", "accounting.calibrate_noise_scale",
+        "accounting.code_log_moments", "accounting.codebook_rdp", "accounting.encoding_epsilon",
+        "accounting.lemma4_rdp", "codebook.Codebook", "codebook.build_codebook",
+        "codebook.encode", "codebook.gradient_values", "denoise.ks_denoise",
+        "denoise.ks_distance", "moments.MomentTable", "moments.gaussian_log_moments",
+        "moments.laplace_log_moments", "moments.log_moments", "moments.mixture_renyi_1d",
+        "moments.moment_table", "moments.small_shift_constant", "noise.GaussianNoise",
+        "noise.LaplaceNoise", "noise.NoiseDistribution", "noise.ScipyNoise",
+        "noise.StudentTNoise", "noise.make_noise", "train.EncodedTrainResult",
+        "train.encoded_noisy_gradient", "train.flat_grads", "train.privatization_error",
+        "train.train_encoded")},
 }
 
 

@@ -237,7 +237,7 @@ def test_table_refuses_lighter_than_gaussian_tails():
 
 
 def test_codebook_table_agrees_with_exact_for_student_t():
-    cb = build_codebook(6, 200, rng=9)
+    cb = build_codebook(3, 80, rng=9)
     noise = StudentTNoise(9, 0.3)
     exact = codebook_rdp(ORDERS, 0.1, cb, noise, method="exact")
     table = codebook_rdp(ORDERS, 0.1, cb, noise, method="table")
