@@ -6,7 +6,8 @@ Run:  python benchmarks/stress_accountants.py [--quick]      (a few minutes on 2
 Prints the grid points run, the checks made and every failure: exceptions, NaN, negative ε,
 points over 5 s of CPU time, ε not monotone in T or σ, PLD above RDP, either accountant below
 the exact ε (q = 1: composed Gaussian; T = 1: closed-form hockey stick in mpmath), PLD not
-within 5% of the exact ε for δ ≥ 1e-10, disagreement with dp-accounting where it answers, and
+within 5% of the exact ε for δ ≥ 1e-8, disagreement with dp-accounting where it answers (where
+dplib's RDP is below dp-accounting's, dplib's order is checked by quadrature instead), and
 calibrate_noise's σ not the smallest meeting its target. The checking code is
 tests/audit/accountant_stress.py (shared with the fast test in tests/audit).
 """
@@ -53,8 +54,9 @@ def main(quick: bool = False) -> int:
     t_exact = time.perf_counter() - t1
     t1 = time.perf_counter()
     # dp-accounting's own PLD is slow for tiny q and long histories: compare where it is quick
+    ref_stats: dict = {}
     n_ref = S.check_reference(report, [a for a in report.answers if a.steps <= 10 ** 4 and (
-        a.accountant == "rdp" or (a.q >= 1e-3 and a.steps <= 1000))])
+        a.accountant == "rdp" or (a.q >= 1e-3 and a.steps <= 100))], stats=ref_stats)
     t_ref = time.perf_counter() - t1
     # raw FFT PLD (no RDP fallback) vs RDP, for the record: where does the fallback decide?
     fallback = 0
@@ -83,7 +85,8 @@ def main(quick: bool = False) -> int:
           f"({slowest.wall:.2f} s wall)")
     print(f"  monotonicity / RDP≥PLD checks: {n_rel}")
     print(f"  exact-oracle comparisons:   {n_exact} ({t_exact:.0f} s)")
-    print(f"  dp-accounting comparisons:  {n_ref} ({t_ref:.0f} s)")
+    print(f"  dp-accounting comparisons:  {n_ref} ({t_ref:.0f} s); dplib's RDP tighter than "
+          f"dp-accounting's, verified by quadrature: {ref_stats['dp_accounting_looser']}")
     print(f"  PLD answers where the RDP fallback decided (δ ≤ 1e-10): {fallback}")
     print(f"  calibrate_noise runs:       {cal_n}, slowest {cal_cpu:.2f} s CPU ({t_cal:.0f} s)")
     print(f"  failures:                   {len(report.failures)}")

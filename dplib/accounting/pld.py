@@ -358,9 +358,9 @@ class PLDAccountant(Accountant):
     >>> round(acc.get_epsilon(1e-5), 1)
     1.8
 
-    Very small δ (≲ 1e-12): the FFT's round-off (an absolute error of about 1e-20 to 1e-15 per
-    grid point) is added to δ as slack, so answers stay upper bounds but lose their tightness
-    there; with ``rdp_fallback=True`` (default, add/remove only) :meth:`get_epsilon` and
+    Very small δ (≲ 1e-12; ≲ 1e-10 when the grid has millions of points, e.g. q = 1e-5): the
+    FFT's round-off (an absolute error of about 1e-20 to 1e-15 per grid point) is added to δ as
+    slack, so answers stay upper bounds but lose their tightness there; with ``rdp_fallback=True`` (default, add/remove only) :meth:`get_epsilon` and
     :meth:`get_delta` return the smaller of this bound and :class:`RDPAccountant`'s for the same
     history — both are upper bounds, so the smaller one is too, and the PLD answer is never
     looser than RDP's.

@@ -1008,7 +1008,10 @@ EXCLUDED: dict[str, str] = {
         "noise.LaplaceNoise", "noise.NoiseDistribution", "noise.ScipyNoise",
         "noise.StudentTNoise", "noise.make_noise", "train.EncodedTrainResult",
         "train.encoded_noisy_gradient", "train.flat_grads", "train.privatization_error",
-        "train.train_encoded")},
+        "train.train_encoded", "experiment.compare_on_digits", "experiment.digits_problem",
+        "experiment.encoding_throughput", "experiment.format_table",
+        "experiment.gaussian_sigma_for_epsilon", "experiment.l1_versus_d2",
+        "experiment.method_noise", "experiment.run_method")},
 }
 
 

@@ -46,6 +46,8 @@ PENDING_OWNER = {
     "dplib.training.erm.objective_perturbation_logistic": "DP-SGD engineer",
     "dplib.training.erm.output_perturbation_logistic": "DP-SGD engineer",
     "dplib.training.trainer.noisy_gradient": "DP-SGD engineer",
+    "dplib.encoding.codebook.build_codebook": "gradient-encoding (chapter 8) engineer",
+    "dplib.encoding.experiment.encoding_throughput": "gradient-encoding (chapter 8) engineer",
 }
 
 
