@@ -69,7 +69,7 @@ browser:
 test: test-unit test-notebooks test-book test-student test-site test-assignments
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests/unit tests/book -q
+	$(PY) -m pytest tests/unit tests/book tests/audit -q
 
 test-notebooks: $(STAMP)
 	DPBOOK_QUICK=1 $(PY) -m pytest --nbval-lax -p no:cacheprovider chapters/ -q

@@ -70,7 +70,7 @@ def main(quick: bool = False) -> int:
     if not quick:
         from dplib.attacks.audit import audit_from_samples, dpsgd_canary_train_runs
         from dplib.accounting import PLDAccountant
-        runs = scale * 250
+        runs = scale * 1000
         t1 = time.perf_counter()
         kw = dict(runs=runs, steps=1, sample_rate=0.5, noise_multiplier=1.0,
                   device=dev)

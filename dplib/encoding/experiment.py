@@ -118,15 +118,18 @@ def run_method(method: str, problem: dict, noise: NoiseDistribution, *, epochs: 
 
 
 def compare_on_digits(*, epsilons=(2.0, 4.0, 8.0), epochs: float = 10, batch_size: int = 64,
-                      seeds: int = 3, hidden: tuple = (32,), n_codes: int = 1000,
-                      lr_grid=(0.1, 0.25, 0.6, 1.5), denoise_lr_grid=(5.0, 12.0, 30.0, 75.0),
-                      methods=METHODS, delta: float = 1e-5, device=None,
+                      seeds: int = 5, tune_seeds=(0, 100), hidden: tuple = (32,),
+                      n_codes: int = 1000, lr_grid=(0.1, 0.25, 0.6, 1.5),
+                      denoise_lr_grid=(5.0, 12.0, 30.0, 75.0), methods=METHODS,
+                      delta: float = 1e-5, device=None,
                       log: Callable[[str], None] | None = None) -> dict:
     """The accuracy/ε table. For each ε: σ from :func:`gaussian_sigma_for_epsilon`, the
     Student-t scale from the code-book accountant; for each method the learning rate with the
-    best validation accuracy (seed 0) on its grid (``denoise_lr_grid`` for the KS-denoised
-    variants, whose steps are shrunk by KS ≈ 0.02: the same grid ×50), then test accuracy over seeds
-    1…``seeds``."""
+    best mean validation accuracy over ``tune_seeds`` on its grid (``denoise_lr_grid`` for the
+    KS-denoised variants, whose steps are shrunk by KS ≈ 0.02: the same grid ×50), then test
+    accuracy over seeds 1…``seeds``. Seeds fix the model initialisation, the Poisson batches and
+    the noise generator, so seed s gives every method the same batches: differences between
+    methods are reported paired by seed (``diff_vs_dpsgd``)."""
     from ..training import steps_for_epochs
     prob = digits_problem(hidden=hidden, n_codes=n_codes, batch_size=batch_size)
     q = prob["sample_rate"]
@@ -141,28 +144,40 @@ def compare_on_digits(*, epsilons=(2.0, 4.0, 8.0), epochs: float = 10, batch_siz
                 noises[fam] = method_noise(method, sigma, eps, delta, q, steps, prob["codebook"])
             noise = noises[fam]
             grid = denoise_lr_grid if method.endswith("denoise") else lr_grid
-            tuning = [run_method(method, prob, noise, epochs=epochs, lr=lr, seed=0,
-                                 delta=delta, device=device) for lr in grid]
-            best = max(tuning, key=lambda r: r["val_accuracy"])
-            finals = [run_method(method, prob, noise, epochs=epochs, lr=best["lr"], seed=s,
+            tuning = []
+            for lr in grid:
+                runs = [run_method(method, prob, noise, epochs=epochs, lr=lr, seed=s,
+                                   delta=delta, device=device) for s in tune_seeds]
+                tuning.append((lr, float(np.mean([r["val_accuracy"] for r in runs]))))
+            best_lr = max(tuning, key=lambda t: t[1])[0]
+            finals = [run_method(method, prob, noise, epochs=epochs, lr=best_lr, seed=s,
                                  delta=delta, device=device) for s in range(1, seeds + 1)]
             acc = np.array([r["test_accuracy"] for r in finals])
             row = {"target_epsilon": eps, "method": method, "noise": repr(noise),
-                   "noise_std": noise.std, "noise_scale": noise.scale, "lr": best["lr"],
-                   "tuning": [(r["lr"], r["val_accuracy"]) for r in tuning],
-                   "epsilon": finals[0]["epsilon"], "test_accuracy": acc.tolist(),
-                   "mean": float(acc.mean()), "std": float(acc.std(ddof=1)) if seeds > 1 else 0.0,
+                   "noise_std": noise.std, "noise_scale": noise.scale, "lr": best_lr,
+                   "tuning": tuning, "epsilon": finals[0]["epsilon"],
+                   "test_accuracy": acc.tolist(), "mean": float(acc.mean()),
+                   "std": float(acc.std(ddof=1)) if seeds > 1 else 0.0,
                    "ks_mean": float(np.mean([r["ks_mean"] for r in finals])),
                    "ks_cv": float(np.mean([r["ks_cv"] for r in finals])),
                    "clamped": float(np.mean([r["clamped"] for r in finals])),
                    "seconds_per_run": float(np.mean([r["seconds"] for r in finals]))}
+            base = next((r for r in rows if r["method"] == "dpsgd"
+                         and r["target_epsilon"] == eps), None)
+            if base is not None and seeds > 1:
+                diff = acc - np.array(base["test_accuracy"])
+                row["diff_vs_dpsgd"] = float(diff.mean())
+                row["diff_se"] = float(diff.std(ddof=1) / math.sqrt(seeds))
             rows.append(row)
             if log is not None:
+                extra = (f", vs DP-SGD {100 * row['diff_vs_dpsgd']:+.1f} ± "
+                         f"{100 * row['diff_se']:.1f}" if "diff_vs_dpsgd" in row else "")
                 log(f"eps={eps:g} {method:24s} lr={row['lr']:<6g} test acc "
-                    f"{100 * row['mean']:.1f} ± {100 * row['std']:.1f}%  (eps {row['epsilon']:.3f},"
-                    f" noise std {row['noise_std']:.3f})")
+                    f"{100 * row['mean']:.1f} ± {100 * row['std']:.1f}%{extra}  (eps "
+                    f"{row['epsilon']:.3f}, noise std {row['noise_std']:.3f})")
     return {"config": {"epsilons": list(epsilons), "epochs": epochs, "batch_size": batch_size,
-                       "sample_rate": q, "steps": steps, "seeds": seeds, "hidden": list(hidden),
+                       "sample_rate": q, "steps": steps, "seeds": seeds,
+                       "tune_seeds": list(tune_seeds), "hidden": list(hidden),
                        "n_codes": n_codes, "dim": prob["dim"], "n_train": prob["n"],
                        "delta": delta, "lr_grid": list(lr_grid),
                        "denoise_lr_grid": list(denoise_lr_grid)},
