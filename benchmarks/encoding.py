@@ -10,12 +10,12 @@ Run:  python benchmarks/encoding.py [--quick] [--seeds 3] [--epochs 20] [--devic
    Gaussian and Student-t(9) noise, each with and without KS denoising, at ε ∈ {2, 4, 8}
    (δ = 1e-5). Same data, initialisation and Poisson batches per seed; the learning rate of each
    method is chosen on the validation split (mean of two seeds), test accuracy is mean ± std over
-   five fresh seeds, and differences to DP-SGD are paired by seed (± standard error).
+   20 fresh seeds, and differences to DP-SGD are paired by seed (± standard error).
 3. ℓ1 error of the privatised gradient against the per-step D₂ (order-2 RDP, q = 1), per noise
    family (the paper's Figure 6), with the small-shift (Fisher) prediction of the ratios.
 4. Encoded vectors per second, CPU (and CUDA when present).
 
-Writes everything, with provenance, to ``--json`` (the chapter reads that file). About 10–15
+Writes everything, with provenance, to ``--json`` (the chapter reads that file). About 25
 minutes on 2 CPU cores; ``--quick`` is a smoke run of a minute. Speed is measured here, never
 asserted in tests.
 """
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one ε, 1 epoch, 100 codes (smoke run)")
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--epochs", type=float, default=10)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--json", default=str(ROOT / "data" / "encoding_digits.json"))

@@ -60,6 +60,13 @@ def check_int(name: str, value: object, *, low: int = 1) -> int:
     return int(value)
 
 
+def check_bool(name: str, value: object) -> bool:
+    """A flag: ``True`` or ``False`` (numpy bools too); 0/1, strings and None are refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_binary_array(name: str, values: object) -> np.ndarray:
     """A non-empty array of 0/1 (or bool) answers, returned as ``int8``."""
     arr = np.asarray(values)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_generator, check_int, check_probability, check_real
+from ._validate import as_generator, check_bool, check_int, check_probability, check_real
 
 __all__ = ["synthetic_survey", "synthetic_health_records", "load_digits", "load_mnist",
            "load_cifar10", "default_root", "is_online"]
@@ -123,6 +123,7 @@ def load_digits(*, seed: int = 0, val_fraction: float = 0.2, test_fraction: floa
     """
     from sklearn.datasets import load_digits as _sk_digits
     seed = check_int("seed", seed, low=0)
+    standardize = check_bool("standardize", standardize)
     v, t = _fractions(val_fraction, test_fraction)
     if test_fraction == 0:
         raise ValueError("test_fraction must be in (0, 1), got 0")

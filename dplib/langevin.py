@@ -272,7 +272,7 @@ def squared_loss_gradient(data: object, lam: float = 1.0) -> Callable:
     import torch
 
     lm = check_positive("lam", lam)
-    x = torch.as_tensor(np.asarray(data, dtype=float)) if not torch.is_tensor(data) else data
+    x = torch.as_tensor(check_real_array("data", data)) if not torch.is_tensor(data) else data
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[0] == 0 or not torch.isfinite(x).all():
@@ -302,6 +302,8 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
 
     from .device import get_device
 
+    if not callable(grad_fn):
+        raise ValueError(f"grad_fn must be a callable theta -> g(theta; D), got {grad_fn!r}")
     nn = check_int("n", n, low=1)
     e = check_positive("eta", eta)
     sg = check_positive("sigma", sigma)
@@ -313,7 +315,7 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
     dev = torch.device(get_device() if device is None else device)
     if dtype is None:
         dtype = torch.float64 if dev.type == "cpu" else torch.float32
-    theta = torch.as_tensor(np.asarray(theta0, dtype=float) if not torch.is_tensor(theta0)
+    theta = torch.as_tensor(check_real_array("theta0", theta0) if not torch.is_tensor(theta0)
                             else theta0).to(dev, dtype).clone()
     if theta.ndim == 0 or not torch.isfinite(theta).all():
         raise ValueError(f"theta0 must be a finite array of shape (..., d), got {theta0!r}")

@@ -13,10 +13,18 @@ import numpy as np
 __all__ = ["combined_key", "uniqueness_rate", "link_records"]
 
 
+def _check_columns(name: str, columns: object) -> None:
+    """A non-empty list (or tuple) of columns; a bare string or array is not a list of columns."""
+    if not isinstance(columns, (list, tuple)):
+        raise ValueError(f"{name} must be a list of columns (arrays), got "
+                         f"{type(columns).__name__} {columns!r}"[:300])
+    if not columns:
+        raise ValueError(f"{name} must hold at least one column, got an empty list")
+
+
 def combined_key(columns: list[np.ndarray]) -> np.ndarray:
     """One integer key per row that is equal exactly when all the given columns are equal."""
-    if not columns:
-        raise ValueError("columns must hold at least one column, got an empty list")
+    _check_columns("columns", columns)
     lengths = {len(c) for c in columns}
     if len(lengths) != 1:
         raise ValueError(f"columns must all have the same length, got lengths {sorted(lengths)}")
@@ -38,6 +46,8 @@ def link_records(release: list[np.ndarray], public: list[np.ndarray]) -> tuple[n
 
     ``release`` and ``public`` list the same quasi-identifier columns in the same order.
     """
+    _check_columns("release", release)
+    _check_columns("public", public)
     if len(release) != len(public):
         raise ValueError(f"release and public must list the same columns, got {len(release)} and "
                          f"{len(public)} columns")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_probability
+from .._validate import check_probability, check_real_array
 
 __all__ = ["roc_curve", "roc_auc", "tpr_at_fpr", "attack_summary", "plot_roc", "dp_tpr_bound",
            "check_membership_labels", "check_scores"]
@@ -49,6 +49,8 @@ def check_scores(scores, n: int | None = None, *, name: str = "scores") -> np.nd
     arr = arr.astype(np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one score, got an empty array")
     if n is not None and arr.size != n:
         raise ValueError(f"{name} must have one entry per label ({n}), got {arr.size}")
     if np.isnan(arr).any():
@@ -95,9 +97,7 @@ def tpr_at_fpr(scores, labels, fpr) -> float | np.ndarray:
     can only be met by accusing no non-member at all, so quote TPR@0.1% only when ``m`` is well
     above 1000. ``fpr`` may be an array (the result has its shape).
     """
-    target = np.asarray(fpr, dtype=float)
-    for value in target.ravel():
-        check_probability("fpr", float(value))
+    target = check_real_array("fpr", fpr, low=0.0, high=1.0, low_open=False, high_open=False)
     f, t, _ = roc_curve(scores, labels)
     idx = np.searchsorted(f, target, side="right") - 1     # f is non-decreasing, f[0] = 0
     out = t[idx]

@@ -118,7 +118,7 @@ def run_method(method: str, problem: dict, noise: NoiseDistribution, *, epochs: 
 
 
 def compare_on_digits(*, epsilons=(2.0, 4.0, 8.0), epochs: float = 10, batch_size: int = 64,
-                      seeds: int = 5, tune_seeds=(0, 100), hidden: tuple = (32,),
+                      seeds: int = 20, tune_seeds=(0, 100), hidden: tuple = (32,),
                       n_codes: int = 1000, lr_grid=(0.1, 0.25, 0.6, 1.5),
                       denoise_lr_grid=(5.0, 12.0, 30.0, 75.0), methods=METHODS,
                       delta: float = 1e-5, device=None,

@@ -93,6 +93,7 @@ def vote_noise_std(epsilon: float, delta: float, num_queries: int, sample_rate: 
                    accountant: str = "rdp") -> float:
     """Noise std on every vote count for DP-ICL classification with Q queries:
     :func:`gaussian_noise_std` with Δ = √2 (:data:`VOTE_SENSITIVITY`)."""
+    num_queries = check_int("num_queries", num_queries)
     return gaussian_noise_std(epsilon, delta, num_queries, sample_rate, VOTE_SENSITIVITY,
                               accountant=accountant)
 

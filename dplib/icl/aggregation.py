@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from .._validate import (as_generator, check_choice, check_finite_array, check_int,
-                         check_positive, check_probability, check_real)
+                         check_positive, check_probability, check_real, check_real_array)
 from ..mechanisms import (exponential_mechanism, exponential_mechanism_probabilities,
                           laplace_mechanism, report_noisy_max)
 from .data import tokenize
@@ -197,15 +197,30 @@ def esa(answer_embeddings: object, candidate_embeddings: object, noise_std: floa
 # ---------------------------------------------------------------------------------------------
 # Generation: KSA
 # ---------------------------------------------------------------------------------------------
+def _check_strings(name: str, value: object, *, allow_empty: bool = False) -> list[str]:
+    """A list/tuple of strings (non-empty unless ``allow_empty``); a bare string is refused."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray)):
+        raise ValueError(f"{name} must be a list of strings, got {value!r}")
+    items = list(value)
+    if not items and not allow_empty:
+        raise ValueError(f"{name} must be a non-empty list of strings, got {value!r}")
+    bad = [v for v in items if not isinstance(v, str)]
+    if bad:
+        raise ValueError(f"{name} must be a list of strings, got element {bad[0]!r}")
+    return items
+
+
 def keyword_histogram(answers: Sequence[str], keywords: Sequence[str]) -> np.ndarray:
     """How many answers contain each keyword (each answer counts a keyword at most once).
 
     One changed answer moves every count by at most 1 (up for words it gains, down for words it
     loses): ℓ∞ sensitivity 1, not monotone.
     """
+    keywords = _check_strings("keywords", keywords)
+    answers = _check_strings("answers", answers, allow_empty=True)
     kw = {w: i for i, w in enumerate(keywords)}
     if len(kw) != len(keywords):
-        raise ValueError("keywords must be distinct")
+        raise ValueError(f"keywords must be distinct, got {keywords!r}")
     counts = np.zeros(len(keywords), dtype=np.int64)
     for a in answers:
         for w in set(tokenize(a)):
@@ -240,6 +255,7 @@ def joint_em_utilities(counts: object, k: int) -> tuple[np.ndarray, np.ndarray]:
     h = check_finite_array("counts", counts)
     if h.ndim != 1:
         raise ValueError(f"counts must be 1-D, got shape {h.shape}")
+    check_real_array("counts", h, low=0.0, low_open=False)
     seqs = topk_sequences(h.size, k)
     top = np.sort(h)[::-1][:k]
     return seqs, -np.max(top[None, :] - h[seqs], axis=1)

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, check_real
+from .._validate import as_generator, check_finite_array, check_int, check_positive, check_real
 
 __all__ = ["logistic_loss", "logistic_grad", "fit_logistic", "dpgd_sigma", "dpgd_bound",
            "dpgd_steps", "dp_gd_logistic", "output_perturbation_logistic",
@@ -282,11 +282,9 @@ def perturbed_median(x: object, b: object) -> np.ndarray:
     D = {0, 100} vs D' = {0, 101}, any b ∈ (−2, 0) releases 100 vs 101 (disjoint outputs, no
     finite ε). |b| ≥ n makes the objective unbounded below; that is refused.
     """
-    xs = np.sort(np.asarray(x, dtype=float).ravel())
+    xs = np.sort(check_finite_array("x", x).ravel())
     bs = np.asarray(b, dtype=float)
     n = xs.size
-    if n == 0 or not np.all(np.isfinite(xs)):
-        raise ValueError("x must be a non-empty array of finite numbers")
     if np.any(~np.isfinite(bs)) or np.any(np.abs(bs) >= n):
         raise ValueError(f"b must satisfy |b| < n = {n} (else the objective is unbounded "
                          f"below), got max |b| = {np.max(np.abs(bs)):.4g}")

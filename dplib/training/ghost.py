@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .grads import clip_factors, per_example_losses
+from .grads import _check_batch, check_max_grad_norm, clip_factors, per_example_losses
 
 __all__ = ["ghost_norms", "ghost_clipped_grad_sum", "GHOST_LAYERS"]
 
@@ -153,6 +153,9 @@ def _clipped_sum(module: nn.Module, state: dict, f: torch.Tensor) -> dict[str, t
 
 
 def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__} "
+                         f"{model!r}"[:300])
     out = []
     for name, m in model.named_modules():
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
@@ -210,6 +213,7 @@ def ghost_norms(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                 y: torch.Tensor) -> torch.Tensor:
     """‖∇_θ ℓ(f(x_i), y_i)‖₂ for every example (all trainable parameters together), shape [B],
     without forming per-example gradients. Equals ``flat_norms(per_example_grads(...))``."""
+    _check_batch(x, y)
     losses, mods, records = _forward_recorded(model, loss_fn, x, y)
     return _prepare_all(losses, mods, records)[1].detach()
 
@@ -222,6 +226,8 @@ def ghost_clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     Returns (sum per trainable parameter name, per-example norms [B], per-example losses [B]),
     the same as :func:`dplib.training.grads.clipped_grad_sum`.
     """
+    _check_batch(x, y)
+    check_max_grad_norm(max_norm)
     params = {k: v for k, v in model.named_parameters() if v.requires_grad}
     if x.shape[0] == 0:
         return ({k: torch.zeros_like(v) for k, v in params.items()}, x.new_zeros(0),

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, grad_and_value, vmap
 
-from .._validate import check_real
+from .._validate import check_int, check_real
 
 __all__ = ["per_example_grads", "clip_per_example", "clip_factors", "per_example_losses",
            "clipped_grad_sum"]
@@ -37,13 +37,36 @@ def _trainable(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
 
 
-def _check_batch(x: torch.Tensor, y: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-        raise ValueError(f"x and y must be torch tensors, got {type(x).__name__} and "
-                         f"{type(y).__name__}")
+def _check_batch(x: object, y: object) -> None:
+    """x and y: torch tensors with a batch dimension and the same number of examples."""
+    for name, v in (("x", x), ("y", y)):
+        if not isinstance(v, torch.Tensor) or v.dim() == 0:
+            raise ValueError(f"{name} must be a torch tensor with a batch dimension, got "
+                             f"{type(v).__name__} {v!r}"[:300])
     if x.shape[0] != y.shape[0]:
-        raise ValueError(f"x and y must have the same number of examples, got {x.shape[0]} "
-                         f"and {y.shape[0]}")
+        raise ValueError(f"x and y must have the same number of examples, got x with "
+                         f"{x.shape[0]} and y with {y.shape[0]}")
+
+
+def _check_norms(norms: object) -> None:
+    if not isinstance(norms, torch.Tensor):
+        raise ValueError(f"norms must be a torch tensor of per-example norms >= 0, got "
+                         f"{type(norms).__name__} {norms!r}"[:300])
+
+
+def _check_grads(grads: object) -> None:
+    """A non-empty dict of per-example gradient tensors sharing one batch size [B, ...]."""
+    if not isinstance(grads, dict) or not grads:
+        raise ValueError(f"grads must be a non-empty dict of per-example gradient tensors "
+                         f"[B, *param.shape], got {grads!r}"[:300])
+    bad = [k for k, g in grads.items() if not isinstance(g, torch.Tensor) or g.dim() == 0]
+    if bad:
+        raise ValueError(f"grads must hold tensors of shape [B, *param.shape], got "
+                         f"{grads[bad[0]]!r} for {bad[0]!r}"[:300])
+    sizes = {k: g.shape[0] for k, g in grads.items()}
+    if len(set(sizes.values())) != 1:
+        raise ValueError(f"grads must hold per-example gradients with the same batch size B, "
+                         f"got batch sizes {sizes}")
 
 
 def _one_example_loss(model: nn.Module, loss_fn: Callable):
@@ -87,6 +110,7 @@ def per_example_losses(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                        y: torch.Tensor) -> torch.Tensor:
     """ℓ(f(x_i), y_i) for every example, shape [B], with the autograd graph kept: the model runs
     once on the whole batch and ``loss_fn`` is mapped over the examples with ``vmap``."""
+    _check_batch(x, y)
     out = model(x)
     if loss_fn is F.cross_entropy:      # the common case, without vmap's per-call overhead
         return F.cross_entropy(out, y, reduction="none")
@@ -99,6 +123,7 @@ def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
     Written as C / max(‖g_i‖, C), which equals min(1, C/‖g_i‖), is 1 at ‖g_i‖ = 0 and never
     divides by zero. Abadi et al. 2016, Alg. 1: ḡ = g / max(1, ‖g‖/C).
     """
+    _check_norms(norms)
     c = check_max_grad_norm(max_norm)
     if math.isinf(c):
         return torch.ones_like(norms)
@@ -107,6 +132,7 @@ def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
 
 def flat_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     """‖g_i‖₂ over the concatenation of all parameters, shape [B]."""
+    _check_grads(grads)
     # vector_norm reduces without materialising g², which for B × (number of parameters)
     # per-example gradients is as large as the gradients themselves
     per_param = [torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1)
@@ -122,11 +148,7 @@ def clip_per_example(grads: dict[str, torch.Tensor],
     norms ‖g_i‖ before clipping, shape [B]. The norm is taken over all parameters together.
     """
     check_max_grad_norm(max_norm)
-    if not grads:
-        raise ValueError("grads must hold at least one parameter's per-example gradients")
-    sizes = {g.shape[0] for g in grads.values()}
-    if len(sizes) != 1:
-        raise ValueError(f"all per-example gradients need the same batch size, got {sizes}")
+    _check_grads(grads)
     norms = flat_norms(grads)
     f = clip_factors(norms, max_norm)
     clipped = {k: g * f.view(-1, *([1] * (g.dim() - 1))) for k, g in grads.items()}
@@ -143,12 +165,15 @@ def clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: to
     clipping is per example. Returns (sum per parameter, per-example norms [B], per-example
     losses [B] (detached)).
     """
+    _check_batch(x, y)
+    check_max_grad_norm(max_norm)
+    step = None if chunk_size is None else check_int("chunk_size", chunk_size)
     params = _trainable(model)
     total = {k: torch.zeros_like(v) for k, v in params.items()}
     b = x.shape[0]
     if b == 0:
         return total, x.new_zeros(0), x.new_zeros(0)
-    step = b if chunk_size is None else chunk_size
+    step = b if step is None else step
     norms, losses = [], []
     for start in range(0, b, step):     # a loop over chunks, not over examples
         xs, ys = x[start:start + step], y[start:start + step]

@@ -36,7 +36,7 @@ def make_mlp(in_features: int, num_classes: int, hidden: tuple[int, ...] = (64,)
     gradients (hence clipping) well behaved in DP training (Papernot et al. 2021)."""
     d = check_int("in_features", in_features)
     k = check_int("num_classes", num_classes, low=2)
-    if isinstance(hidden, int) or not all(isinstance(h, int) and h >= 1 for h in hidden):
+    if not isinstance(hidden, (tuple, list, range)) or not all(isinstance(h, int) and h >= 1 for h in hidden):
         raise ValueError(f"hidden must be a tuple of positive integers, got {hidden!r}")
 
     def build():

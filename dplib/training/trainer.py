@@ -114,12 +114,28 @@ def _device(device):
 
 
 @torch.no_grad()
+def _as_tensor(name: str, value: object) -> torch.Tensor:
+    """A torch tensor or a numeric array with a batch dimension, as a tensor (no copy of a tensor)."""
+    if isinstance(value, torch.Tensor):
+        t = value
+    else:
+        arr = np.asarray(value)
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
+                                       or arr.dtype == bool):
+            raise ValueError(f"{name} must be a tensor or numeric array with a batch dimension, "
+                             f"got {type(value).__name__} {value!r}"[:300])
+        t = torch.as_tensor(arr)
+    if t.dim() == 0:
+        raise ValueError(f"{name} must have a batch dimension, got a scalar {value!r}")
+    return t
+
+
 def predict_logits(model: nn.Module, X: object, *, device=None,
                    batch_size: int = 1024) -> torch.Tensor:
     """The model's outputs on X, in batches of ``batch_size`` (eval mode), returned on the CPU."""
     dev = _device(device)
     bs = check_int("batch_size", batch_size)
-    x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X)
+    x = _as_tensor("X", X)
     if x.is_floating_point():
         x = x.float()
     was_training = model.training
@@ -133,7 +149,7 @@ def predict_logits(model: nn.Module, X: object, *, device=None,
 def evaluate(model: nn.Module, X: object, y: object, *, device=None,
              batch_size: int = 1024) -> float:
     """Accuracy of argmax(model(X)) against y, in [0, 1]."""
-    yt = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y)
+    yt = _as_tensor("y", y)
     logits = predict_logits(model, X, device=device, batch_size=batch_size)
     if logits.shape[0] != yt.shape[0] or yt.shape[0] == 0:
         raise ValueError(f"X and y must hold the same positive number of examples, got "

@@ -1,7 +1,9 @@
 """Shared settings of the reliability tests (issue 13): a fixed hypothesis profile.
 
 ``derandomize=True`` makes every property test draw the same examples on every run (no flaky
-failures, no example database), and ``max_examples`` bounds the time.
+failures, no example database), and ``max_examples`` bounds the time. The profile is registered
+here and applied by the tests of tests/audit explicitly (``@settings(AUDIT_PROFILE, …)``), not
+loaded globally, so hypothesis tests elsewhere in the same session keep their own settings.
 """
 from __future__ import annotations
 
@@ -10,4 +12,3 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("dplib-audit", derandomize=True, max_examples=40, deadline=None,
                           database=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("dplib-audit")

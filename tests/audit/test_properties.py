@@ -1,7 +1,8 @@
 """Property-based tests (hypothesis) of invariants of the accountants, mechanisms and audit core.
 
-The hypothesis profile is fixed in conftest.py (derandomize=True, bounded max_examples, no
-database), so every run draws the same examples: deterministic and fast.
+Every test runs under the fixed hypothesis profile of conftest.py (derandomize=True, bounded
+max_examples, no database), applied with ``@settings(AUDIT_PROFILE)``: every run draws the same
+examples, deterministic and fast.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from dplib import accounting as A
 from dplib import mechanisms as M
 from dplib.attacks import clopper_pearson, epsilon_lower_bound_from_counts
 
+AUDIT_PROFILE = settings.get_profile("dplib-audit")   # registered in conftest.py
+
 sigma_s = st.floats(0.3, 20.0)
 q_s = st.floats(1e-4, 1.0)
 steps_s = st.integers(1, 10 ** 5)
@@ -25,6 +28,7 @@ orders = np.array([1.5, 2.0, 3.0, 5.0, 8.0, 16.0, 32.0, 64.0])
 
 # ---- RDP ----------------------------------------------------------------------------------
 
+@settings(AUDIT_PROFILE)
 @given(sigma_s)
 def test_gaussian_rdp_is_alpha_over_two_sigma_squared(sigma):
     """Mironov 2017, Prop. 7: the Gaussian mechanism (sensitivity 1) is (α, α/(2σ²))-RDP."""
@@ -32,6 +36,7 @@ def test_gaussian_rdp_is_alpha_over_two_sigma_squared(sigma):
                                rtol=1e-12)
 
 
+@settings(AUDIT_PROFILE)
 @given(sigma_s, q_s, q_s)
 def test_subsampled_rdp_nonnegative_monotone_and_amplified(sigma, q1, q2):
     lo, hi = sorted((q1, q2))
@@ -44,6 +49,7 @@ def test_subsampled_rdp_nonnegative_monotone_and_amplified(sigma, q1, q2):
     assert np.all(np.diff(r_hi) >= -1e-12 * np.abs(r_hi[1:]))  # RDP is monotone in α
 
 
+@settings(AUDIT_PROFILE)
 @given(sigma_s, q_s, steps_s, steps_s)
 def test_rdp_composition_is_additive(sigma, q, t1, t2):
     """Mironov 2017, Prop. 1: RDP adds under composition, order by order."""
@@ -55,6 +61,7 @@ def test_rdp_composition_is_additive(sigma, q, t1, t2):
     np.testing.assert_allclose(b.rdp, (t1 + t2) * one, rtol=1e-12)
 
 
+@settings(AUDIT_PROFILE)
 @given(sigma_s, sigma_s, q_s, steps_s)
 def test_rdp_heterogeneous_history_adds(s1, s2, q, t):
     a = A.RDPAccountant(orders).step(noise_multiplier=s1, sample_rate=q, num_steps=t)
@@ -64,6 +71,7 @@ def test_rdp_heterogeneous_history_adds(s1, s2, q, t):
     np.testing.assert_allclose(a.rdp, expected, rtol=1e-12)
 
 
+@settings(AUDIT_PROFILE)
 @given(sigma_s, q_s, steps_s, delta_s, delta_s)
 def test_rdp_epsilon_nonnegative_and_decreasing_in_delta(sigma, q, t, d1, d2):
     acc = A.RDPAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=t)
@@ -72,6 +80,7 @@ def test_rdp_epsilon_nonnegative_and_decreasing_in_delta(sigma, q, t, d1, d2):
     assert 0 <= e_hi <= e_lo + 1e-12
 
 
+@settings(AUDIT_PROFILE)
 @given(sigma_s, q_s, steps_s, delta_s)
 def test_rdp_epsilon_delta_round_trip(sigma, q, t, d):
     acc = A.RDPAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=t)
@@ -80,7 +89,7 @@ def test_rdp_epsilon_delta_round_trip(sigma, q, t, d):
     assert acc.get_delta(e) <= d * (1 + 1e-6)
 
 
-@settings(max_examples=15)
+@settings(AUDIT_PROFILE, max_examples=15)
 @given(sigma_s, q_s, steps_s, st.floats(1.001, 4.0))
 def test_rdp_epsilon_monotone_in_sigma_and_steps(sigma, q, t, factor):
     def eps(s, n):
@@ -93,7 +102,7 @@ def test_rdp_epsilon_monotone_in_sigma_and_steps(sigma, q, t, factor):
 
 # ---- PLD (slower: fewer examples) -----------------------------------------------------------
 
-@settings(max_examples=8)
+@settings(AUDIT_PROFILE, max_examples=8)
 @given(st.floats(0.5, 5.0), st.floats(1e-3, 1.0), st.integers(1, 2000),
        st.floats(1e-10, 0.1))
 def test_pld_below_rdp_and_consistent(sigma, q, t, d):
@@ -105,7 +114,7 @@ def test_pld_below_rdp_and_consistent(sigma, q, t, d):
         assert pld.get_delta(e) <= d * (1 + 1e-6)
 
 
-@settings(max_examples=10)
+@settings(AUDIT_PROFILE, max_examples=10)
 @given(st.floats(0.5, 5.0), st.floats(1e-3, 1.0), st.integers(1, 200))
 def test_pld_full_batch_is_exact_composed_gaussian(sigma, q, t):
     """q = 1: T Gaussians compose into one with σ/√T; PLD is a tight upper bound on it."""
@@ -115,7 +124,7 @@ def test_pld_full_batch_is_exact_composed_gaussian(sigma, q, t):
     assert exact * (1 - 1e-9) <= e <= exact + 0.01 * max(exact, 0.1)
 
 
-@settings(max_examples=4)
+@settings(AUDIT_PROFILE, max_examples=4)
 @given(st.floats(0.3, 10.0), st.floats(1e-3, 0.2), st.integers(10, 2000))
 def test_calibrate_noise_meets_the_target(target, q, t):
     for kind in ("rdp", "pld"):
@@ -127,18 +136,21 @@ def test_calibrate_noise_meets_the_target(target, q, t):
 
 # ---- composition theorems ---------------------------------------------------------------------
 
+@settings(AUDIT_PROFILE)
 @given(st.lists(st.floats(0.0, 5.0), min_size=1, max_size=8), st.integers(1, 50))
 def test_basic_composition_adds(epsilons, k):
     e, d = A.basic_composition(epsilons, 0.0, k)
     assert math.isclose(e, k * sum(epsilons), rel_tol=1e-12, abs_tol=1e-12) and d == 0.0
 
 
+@settings(AUDIT_PROFILE)
 @given(st.floats(0.01, 2.0), st.integers(1, 200), st.floats(1e-9, 1e-3))
 def test_optimal_composition_beats_basic(eps, k, d):
     opt = A.optimal_composition_epsilon(eps, 0.0, k, d)
     assert 0 <= opt <= k * eps * (1 + 1e-9)
 
 
+@settings(AUDIT_PROFILE)
 @given(st.floats(0.01, 2.0), st.one_of(st.just(0.0), st.floats(1e-300, 1e-4)),
        st.integers(1, 10))
 def test_group_privacy(eps, d, k):
@@ -150,6 +162,7 @@ def test_group_privacy(eps, d, k):
 
 # ---- mechanisms ---------------------------------------------------------------------------
 
+@settings(AUDIT_PROFILE)
 @given(eps_s, st.floats(0.1, 10.0), st.lists(st.floats(-50, 50), min_size=1, max_size=20))
 def test_laplace_privacy_loss_is_bounded_by_epsilon(eps, sens, outputs):
     b = M.laplace_scale(eps, sens)
@@ -157,6 +170,7 @@ def test_laplace_privacy_loss_is_bounded_by_epsilon(eps, sens, outputs):
     assert np.all(np.abs(loss) <= eps * (1 + 1e-9))
 
 
+@settings(AUDIT_PROFILE)
 @given(st.floats(0.05, 5.0), st.floats(1e-10, 0.1))
 def test_gaussian_sigma_epsilon_round_trip(eps, d):
     s = M.gaussian_sigma(eps, d, method="analytic")
@@ -166,6 +180,7 @@ def test_gaussian_sigma_epsilon_round_trip(eps, d):
         assert s <= M.gaussian_sigma(eps, d, method="classic") * (1 + 1e-12)
 
 
+@settings(AUDIT_PROFILE)
 @given(st.floats(0.1, 20.0), st.floats(0.0, 10.0), st.floats(0.0, 10.0))
 def test_gaussian_delta_decreasing(sigma, e1, e2):
     lo, hi = sorted((e1, e2))
@@ -173,6 +188,7 @@ def test_gaussian_delta_decreasing(sigma, e1, e2):
     assert M.gaussian_delta(sigma * 1.5, lo) <= M.gaussian_delta(sigma, lo) + 1e-15
 
 
+@settings(AUDIT_PROFILE)
 @given(eps_s)
 def test_randomized_response_ratio_is_e_to_epsilon(eps):
     p = M.rr_p_truth(eps)
@@ -180,6 +196,7 @@ def test_randomized_response_ratio_is_e_to_epsilon(eps):
     assert math.isclose(M.rr_epsilon(p), eps, rel_tol=1e-9)
 
 
+@settings(AUDIT_PROFILE)
 @given(eps_s, st.lists(st.floats(-5, 5), min_size=2, max_size=12), st.data())
 def test_exponential_mechanism_ratio_bound(eps, utilities, data):
     """Neighbouring utilities (|u − u'| ≤ Δ = 1 everywhere): every probability ratio ≤ e^ε."""
@@ -192,6 +209,7 @@ def test_exponential_mechanism_ratio_bound(eps, utilities, data):
     assert math.isclose(p.sum(), 1.0, rel_tol=1e-12)
 
 
+@settings(AUDIT_PROFILE)
 @given(st.floats(0.1, 20.0))
 def test_discrete_laplace_pmf_sums_to_one_and_ratio(scale):
     k = np.arange(-int(60 * scale) - 20, int(60 * scale) + 21)
@@ -201,6 +219,7 @@ def test_discrete_laplace_pmf_sums_to_one_and_ratio(scale):
     assert np.all(np.abs(np.log(ratio)) <= 1 / scale * (1 + 1e-9))
 
 
+@settings(AUDIT_PROFILE)
 @given(st.floats(0.2, 50.0), st.floats(0.0, 5.0), st.floats(0.0, 5.0))
 def test_discrete_gaussian_delta_decreasing_and_in_range(s2, e1, e2):
     lo, hi = sorted((e1, e2))
@@ -210,6 +229,7 @@ def test_discrete_gaussian_delta_decreasing_and_in_range(s2, e1, e2):
 
 # ---- the audit core ------------------------------------------------------------------------
 
+@settings(AUDIT_PROFILE)
 @given(st.integers(1, 500), st.data(), st.floats(0.5, 0.999))
 def test_clopper_pearson_contains_the_estimate(n, data, conf):
     k = data.draw(st.integers(0, n))
@@ -217,6 +237,7 @@ def test_clopper_pearson_contains_the_estimate(n, data, conf):
     assert 0 <= lo <= k / n <= hi <= 1
 
 
+@settings(AUDIT_PROFILE)
 @given(st.integers(10, 10 ** 6), st.data())
 def test_epsilon_lower_bound_monotone(n, data):
     kp = data.draw(st.integers(0, n - 1))
