@@ -139,3 +139,13 @@ def check_choice(name: str, value: object, options: tuple) -> object:
     if value not in options:
         raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
     return value
+
+
+def check_step_counts(name: str, value: object) -> np.ndarray:
+    """A non-negative integer or integer array (numbers of steps), as an int64 array."""
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must be an integer (or integer array) >= 0, got {value!r}")
+    if (arr < 0).any():
+        raise ValueError(f"{name} must be an integer >= 0, got {int(arr[arr < 0].flat[0])!r}")
+    return arr.astype(np.int64)

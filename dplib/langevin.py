@@ -37,7 +37,8 @@ from typing import Callable
 
 import numpy as np
 
-from ._validate import check_choice, check_int, check_positive, check_real, check_real_array
+from ._validate import (check_choice, check_int, check_positive, check_real, check_real_array,
+                        check_step_counts)
 
 __all__ = ["privacy_dynamics_rdp", "composition_rdp", "squared_loss_lower_bound",
            "exact_gaussian_renyi", "squared_loss_moments", "langevin_epsilon",
@@ -52,23 +53,13 @@ def _out(x: np.ndarray) -> np.ndarray | float:
     return float(x) if np.ndim(x) == 0 else x
 
 
-def _check_steps(K: object) -> np.ndarray:
-    """K: a non-negative integer or an integer array (numbers of steps)."""
-    arr = np.asarray(K)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"K must be an integer (or integer array) >= 0, got {K!r}")
-    if (arr < 0).any():
-        raise ValueError(f"K must be an integer >= 0, got {int(arr[arr < 0].flat[0])!r}")
-    return arr.astype(np.int64)
-
-
 def _check_common(alpha, sensitivity, sigma, eta, n, K):
     a = check_real_array("alpha", alpha, low=1.0)
     s = check_positive("sensitivity", sensitivity)
     sg = check_positive("sigma", sigma)
     e = check_positive("eta", eta)
     nn = check_int("n", n, low=1)
-    k = _check_steps(K)
+    k = check_step_counts("K", K)
     return a, s, sg, e, nn, k
 
 
@@ -189,7 +180,7 @@ def squared_loss_moments(x_mean: float | np.ndarray, theta0: float | np.ndarray,
     e = check_positive("eta", eta)
     lm = check_positive("lam", lam)
     _check_step_size(e, lm, None)
-    k = _check_steps(K)
+    k = check_step_counts("K", K)
     one_minus = _one_minus_power(lm * e, k)
     mean = (1.0 - one_minus) * t0 + one_minus * xm
     var = 2.0 * e * sg**2 * _one_minus_power(lm * e, k, 2) / (lm * e * (2.0 - lm * e))

@@ -48,7 +48,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ._validate import (check_choice, check_int, check_positive, check_probability, check_real,
-                        check_real_array)
+                        check_real_array, check_step_counts)
 
 __all__ = ["sgld_rdp", "constant_step_rdp", "decreasing_step_rdp", "decreasing_step_sizes",
            "sgld_rdp_limit", "sgld_composition_rdp", "sgld_epsilon", "sgld_calibrate_sigma",
@@ -76,13 +76,13 @@ def _check_schedule(step_sizes: object, K: object) -> np.ndarray:
     if eta.ndim == 0:
         if K is None:
             raise ValueError("K must be given (an integer >= 0) when step_sizes is a constant")
-        k = _check_steps(K)
+        k = check_step_counts("K", K)
         return float(eta) * k
     if eta.size == 0:
         raise ValueError("step_sizes must be non-empty (one step size per step)")
     if K is None:
         return np.asarray(eta.sum())
-    k = _check_steps(K)
+    k = check_step_counts("K", K)
     if (k > eta.size).any():
         raise ValueError(f"K must be in [0, len(step_sizes)] = [0, {eta.size}], "
                          f"got {int(k.max())}")
@@ -90,13 +90,6 @@ def _check_schedule(step_sizes: object, K: object) -> np.ndarray:
     return prefix[k]
 
 
-def _check_steps(K: object) -> np.ndarray:
-    arr = np.asarray(K)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"K must be an integer (or integer array) >= 0, got {K!r}")
-    if (arr < 0).any():
-        raise ValueError(f"K must be an integer >= 0, got {int(arr[arr < 0].flat[0])!r}")
-    return arr.astype(np.int64)
 
 
 def _check_beta(beta: float | None, lam: float, step_sizes: object) -> None:
@@ -178,7 +171,7 @@ def constant_step_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float,
     pre, lm = _prefactor(alpha, lipschitz, sigma, lam, n)
     e = check_positive("eta", eta)
     _check_beta(beta, lm, e)
-    k = _check_steps(K)
+    k = check_step_counts("K", K)
     return _out(pre * -np.expm1(-lm * e * k / 2.0))
 
 
@@ -196,7 +189,7 @@ def decreasing_step_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: floa
     b = check_positive("beta", beta)
     if b < lm:
         raise ValueError(f"beta must be >= lam, got beta={beta!r} < lam={lam!r}")
-    k = _check_steps(K)
+    k = check_step_counts("K", K)
     return _out(pre * lm * k / (4.0 * b + lm * k))
 
 

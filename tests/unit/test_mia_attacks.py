@@ -22,13 +22,7 @@ from dplib.attacks import (ShadowModelAttack, attack_summary, fit_gaussians, lir
 LEVEL = 1e-4
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: one thread is fastest, and avoids oversubscription on a shared 2-core box."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _check_null(scores, member):

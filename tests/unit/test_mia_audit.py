@@ -20,12 +20,7 @@ from dplib.attacks import (ATTACKS, attack_summary, canary_audit, dp_tpr_bound,
 from dplib.mechanisms import randomized_response
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _rr_membership(n, eps, seed):

@@ -17,12 +17,7 @@ from dplib.attacks import extract_logistic_regression, invert_model, prediction_
 from dplib.training import make_logistic_regression, make_mlp, train
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("n", [1, 5, 64])

@@ -19,12 +19,7 @@ from dplib.attacks import (BatchedModels, membership_masks, train_models_batched
 from dplib.training import make_cnn, make_mlp
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _data(n=160):

@@ -22,13 +22,7 @@ from dplib.samplers import poisson_batches
 from dplib.training import clipped_grad_sum, make_cnn, make_mlp, train
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Small models train fastest on one CPU thread (and the CI machine is shared)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 G = torch.Generator().manual_seed(0)
 X = torch.randn(200, 12, generator=G)

@@ -17,13 +17,7 @@ from dplib.training import (check_dp_compatible, clip_per_example, clipped_grad_
 from dplib.training.grads import flat_norms
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Small models train fastest on one CPU thread (and the CI machine is shared)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class TinyText(nn.Module):

@@ -1,0 +1,15 @@
+"""Fixtures shared by the unit tests."""
+import pytest
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a module's tiny torch models on one CPU thread, then restore the setting.
+
+    Small models train fastest on one thread, and on a shared 2-core machine torch's default
+    threads oversubscribe the cores (5–30× slower measured under load)."""
+    import torch
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
