@@ -288,6 +288,9 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
     parallel (batch them for simulations). Returns θ_K, or all iterates stacked (K + 1, ...)
     when ``trajectory``. ``device`` defaults to :func:`dplib.get_device`; ``dtype`` to float64
     (float32 on CUDA/MPS). Seeded by ``seed`` through a private ``torch.Generator``.
+
+    Float noise: drawn with floating-point samplers, not hardened against the floating-point
+    attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
     import torch
 

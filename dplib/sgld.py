@@ -557,6 +557,9 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
     Returns θ_K (chains, d), or all iterates (K + 1, chains, d) when ``trajectory``. Seeded by a
     private ``torch.Generator``; ``device`` defaults to :func:`dplib.get_device`, ``dtype`` to
     float64 on CPU and float32 elsewhere.
+
+    Float noise: drawn with floating-point samplers, not hardened against the floating-point
+    attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
     import torch
 

@@ -249,6 +249,9 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     Returns a :class:`BatchedModels`. Cost per step: one batched forward/backward for all M
     models — one vmapped per-example gradient when clipping (C < ∞), one vmapped ordinary
     gradient otherwise — plus drawing the noise.
+
+    Float noise: drawn with floating-point samplers, not hardened against the floating-point
+    attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
     from ..device import get_device
     from ..samplers import poisson_batches

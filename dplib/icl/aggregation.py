@@ -152,6 +152,9 @@ def noisy_vote(histograms: object, noise_std: float, *, rng) -> tuple[np.ndarray
     sensitivity √2 (one exemplar moves one vote), so the arg-max alone is as private (post-
     processing; Wu et al. 2024 §3.1 call it report-noisy-max with Gaussian noise). ``noise_std =
     0`` returns the plain majority vote.
+
+    Float noise: drawn with floating-point samplers, not hardened against the floating-point
+    attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
     h = check_finite_array("histograms", histograms)
     s = check_real("noise_std", noise_std, low=0.0, low_open=False)
@@ -181,6 +184,9 @@ def esa(answer_embeddings: object, candidate_embeddings: object, noise_std: floa
     equivalently noise σ·2 on the sum). ``candidate_embeddings`` (P, d) must be public; the
     returned index is the candidate with the largest cosine similarity to the noisy mean
     (post-processing). Returns (index, noisy mean).
+
+    Float noise: drawn with floating-point samplers, not hardened against the floating-point
+    attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
     a = check_finite_array("answer_embeddings", answer_embeddings)
     c = check_finite_array("candidate_embeddings", candidate_embeddings)

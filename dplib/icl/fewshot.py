@@ -50,7 +50,11 @@ def private_next_tokens(model, template: PromptTemplate, pool_texts: Sequence[st
                         public_top_k: int | None = None, rng) -> np.ndarray:
     """One private step for several texts at once: the noisy arg-max of summed next-token
     distributions. ``demos`` (B, M, N) gives the subsets of every text's step; returns B token
-    ids. ``noise_std`` = 0 is the non-private ensemble (arg-max of the summed distributions)."""
+    ids. ``noise_std`` = 0 is the non-private ensemble (arg-max of the summed distributions).
+
+    Float noise: drawn with floating-point samplers, not hardened against the floating-point
+    attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
+    """
     d = np.asarray(demos)
     if d.ndim != 3 or d.shape[0] != len(prefixes):
         raise ValueError(f"demos must have shape (len(prefixes)={len(prefixes)}, M, N), "

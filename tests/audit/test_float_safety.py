@@ -36,16 +36,6 @@ NOT_A_RELEASE = {
 }
 #: Functions in modules this issue may not edit that lack the note: reported to their owners.
 PENDING_OWNER = {
-    "dplib.attacks.shadow.train_models_batched": "membership-inference engineer",
-    "dplib.icl.aggregation.esa": "DP-ICL engineer",
-    "dplib.icl.aggregation.noisy_vote": "DP-ICL engineer",
-    "dplib.icl.fewshot.private_next_tokens": "DP-ICL engineer",
-    "dplib.langevin.noisy_gd": "Langevin chapter owner",
-    "dplib.sgld.dp_sgld": "SGLD chapter owner",
-    "dplib.training.erm.dp_gd_logistic": "DP-SGD engineer",
-    "dplib.training.erm.objective_perturbation_logistic": "DP-SGD engineer",
-    "dplib.training.erm.output_perturbation_logistic": "DP-SGD engineer",
-    "dplib.training.trainer.noisy_gradient": "DP-SGD engineer",
     "dplib.encoding.codebook.build_codebook": "gradient-encoding (chapter 8) engineer",
     "dplib.encoding.experiment.encoding_throughput": "gradient-encoding (chapter 8) engineer",
 }
