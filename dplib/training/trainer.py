@@ -113,7 +113,6 @@ def _device(device):
     return torch.device(get_device() if device is None else device)
 
 
-@torch.no_grad()
 def _as_tensor(name: str, value: object) -> torch.Tensor:
     """A torch tensor or a numeric array with a batch dimension, as a tensor (no copy of a tensor)."""
     if isinstance(value, torch.Tensor):
@@ -130,6 +129,7 @@ def _as_tensor(name: str, value: object) -> torch.Tensor:
     return t
 
 
+@torch.no_grad()
 def predict_logits(model: nn.Module, X: object, *, device=None,
                    batch_size: int = 1024) -> torch.Tensor:
     """The model's outputs on X, in batches of ``batch_size`` (eval mode), returned on the CPU."""

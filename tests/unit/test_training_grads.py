@@ -213,3 +213,12 @@ def test_model_factories_reject_bad_input():
         make_logistic_regression(4, 1)
     with pytest.raises(ValueError, match="divisible by groups"):
         make_cnn(1, 10, 28, groups=3, width=16)
+
+
+def test_predict_logits_returns_a_detached_cpu_tensor():
+    # Callers turn the logits into numpy arrays: no autograd graph may be attached.
+    from dplib.training import predict_logits
+    logits = predict_logits(make_mlp(4, 3, seed=0), torch.randn(5, 4), device="cpu")
+    assert logits.shape == (5, 3) and not logits.requires_grad
+    assert logits.device.type == "cpu"
+    logits.numpy()
