@@ -50,7 +50,8 @@ def main() -> None:
     from dplib.encoding import (INTEGER_ORDERS, GaussianNoise, LaplaceNoise, StudentTNoise,
                                 codebook_rdp, flat_grads)
     from dplib.encoding.experiment import (compare_on_digits, digits_problem,
-                                           encoding_throughput, format_table, l1_versus_d2)
+                                           encoding_throughput, format_table, l1_versus_d2,
+                                           same_lr_control)
     from dplib.training import per_example_grads
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
@@ -103,6 +104,19 @@ def main() -> None:
             print(f"     eps = {r['target_epsilon']:g} {r['method']:24s} "
                   f"{100 * r['diff_vs_dpsgd']:+.2f} ± {100 * r['diff_se']:.2f}")
 
+    print("\n2b. Control: DP-SGD at the learning rate Algorithm 1 (Gaussian) was tuned to, same "
+          "seeds (isolates the encoding):")
+    control = same_lr_control(table, device=device, log=lambda s: print("   ", s, flush=True))
+    for m in ("alg1_student_t", "alg1_gaussian_denoise"):
+        print(f"   paired {m} minus alg1_gaussian:")
+        for eps in epsilons:
+            a = next(r for r in table["rows"] if r["method"] == m and r["target_epsilon"] == eps)
+            g = next(r for r in table["rows"] if r["method"] == "alg1_gaussian"
+                     and r["target_epsilon"] == eps)
+            dd = np.array(a["test_accuracy"]) - np.array(g["test_accuracy"])
+            se = dd.std(ddof=1) / math.sqrt(dd.size) if dd.size > 1 else float("nan")
+            print(f"     eps = {eps:g}: {100 * dd.mean():+.2f} ± {100 * se:.2f}")
+
     # 3. l1 error vs D2 ---------------------------------------------------------------------------
     x, y = prob["data"]["train"]
     model = prob["model"](0)
@@ -122,7 +136,7 @@ def main() -> None:
     print("   small-shift prediction of the noise l1 ratio at equal D2 (E|Z|·sqrt(F)): "
           + ", ".join(f"{k} {v / pred['gaussian']:.4f}" for k, v in pred.items()))
 
-    # 4. throughput ---------------------------------------------------------------------------------
+    # 4. throughput -------------------------------------------------------------------------------
     devs = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     tp = []
     for dv in devs:
@@ -146,7 +160,8 @@ def main() -> None:
                           "python": sys.version.split()[0], "machine": platform.machine(),
                           "device": str(device), "threads": torch.get_num_threads(),
                           "date": datetime.date.today().isoformat(), "seconds": wall},
-           "builtin_check_max_rel_diff": check, "table": table, "figure6": fig6,
+           "builtin_check_max_rel_diff": check, "table": table, "same_lr_control": control,
+           "figure6": fig6,
            "throughput": tp}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))

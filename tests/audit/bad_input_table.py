@@ -1011,7 +1011,7 @@ EXCLUDED: dict[str, str] = {
         "train.train_encoded", "experiment.compare_on_digits", "experiment.digits_problem",
         "experiment.encoding_throughput", "experiment.format_table",
         "experiment.gaussian_sigma_for_epsilon", "experiment.l1_versus_d2",
-        "experiment.method_noise", "experiment.run_method")},
+        "experiment.method_noise", "experiment.run_method", "experiment.same_lr_control")},
 }
 
 
