@@ -5,9 +5,10 @@ Every formula a chapter runs lives here, once, with its source cited and its tes
 Modules (by topic): ``mechanisms`` (randomized response, Laplace, Gaussian, discrete samplers,
 exponential mechanism), ``accounting`` (composition, Rényi DP, privacy-loss distributions, noise
 calibration), ``langevin`` (privacy dynamics of noisy gradient descent), ``sgld`` (DP-SGLD, Ryffel
-et al. 2022; re-exported by ``langevin``), ``features`` (offline public feature maps), ``attacks``
-(linkage, membership inference, auditing), ``training`` (DP-SGD and DP-Adam with per-example
-gradients; needs torch, imported on first use), ``icl`` (differentially private in-context
+et al. 2022; re-exported by ``langevin``), ``features`` (offline public feature maps),
+``encoding`` (gradient encoding and numerical RDP for arbitrary noise, Nasr et al. 2020),
+``attacks`` (linkage, membership inference, auditing), ``training`` (DP-SGD and DP-Adam with per-
+example gradients; needs torch, imported on first use), ``icl`` (differentially private in-context
 learning), ``samplers`` (Poisson, fixed-size and shuffled batches), ``datasets`` (offline, seeded
 data), ``device`` (device choice and seeding), ``plotting`` (figure style), ``widgets``
 (interactive figures that also render statically on the website).
@@ -16,13 +17,13 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import (accounting, attacks, datasets, features, icl, langevin,  # noqa: E402
-               mechanisms, plotting, samplers, sgld, widgets)
+from . import (accounting, attacks, datasets, encoding, features, icl,  # noqa: E402
+               langevin, mechanisms, plotting, samplers, sgld, widgets)
 from .device import get_device, quick_mode, seed_everything, setup  # noqa: E402
 
-__all__ = ["accounting", "attacks", "datasets", "features", "icl", "langevin", "mechanisms",
-           "plotting", "samplers", "sgld", "training", "widgets", "get_device", "quick_mode", "seed_everything",
-           "setup", "__version__"]
+__all__ = ["accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
+           "mechanisms", "plotting", "samplers", "sgld", "training", "widgets", "get_device",
+           "quick_mode", "seed_everything", "setup", "__version__"]
 
 
 # Modules that need torch load on first use, so ``import dplib`` works (and is quick) without it.
