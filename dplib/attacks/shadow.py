@@ -179,16 +179,9 @@ def _default_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 def _as_xy(X, y) -> tuple[torch.Tensor, torch.Tensor]:
-    x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X)
-    t = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y)
-    if x.shape[0] != t.shape[0] or x.shape[0] == 0:
-        raise ValueError(f"X and y must hold the same positive number of examples, got "
-                         f"{x.shape[0]} and {t.shape[0]}")
-    if x.is_floating_point():
-        x = x.float()
-    if not t.is_floating_point():
-        t = t.long()
-    return x, t
+    """(X, y) as tensors, checked and typed exactly as :func:`dplib.training.train` does."""
+    from ..training.trainer import _as_tensors
+    return _as_tensors((X, y), "(X, y)")
 
 
 def _check_models(models) -> list[nn.Module]:
@@ -206,21 +199,10 @@ def _check_models(models) -> list[nn.Module]:
 
 def _privacy_setup(q, T, noise_multiplier, target_epsilon, c, delta, accountant):
     """σ and ε exactly as dplib.training.train computes them."""
-    from ..accounting import calibrate_noise
     from ..training import make_accountant
-    if (noise_multiplier is None) == (target_epsilon is None):
-        raise ValueError(f"give exactly one of noise_multiplier and target_epsilon, got "
-                         f"noise_multiplier={noise_multiplier!r}, "
-                         f"target_epsilon={target_epsilon!r}")
-    if target_epsilon is not None:
-        if math.isinf(c):
-            raise ValueError("target_epsilon needs a finite max_grad_norm, got inf")
-        sigma = calibrate_noise(check_positive("target_epsilon", target_epsilon), delta, q, T,
-                                accountant)
-    else:
-        sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-        if math.isinf(c) and sigma > 0:
-            raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
+    from ..training import resolve_noise_multiplier
+    sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, delta, q, T,
+                                     accountant)
     if sigma > 0:
         eps = make_accountant(accountant).step(noise_multiplier=sigma, sample_rate=q,
                                                num_steps=T).get_epsilon(delta)

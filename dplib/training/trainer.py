@@ -91,6 +91,33 @@ def make_accountant(kind: str):
     return RDPAccountant() if kind == "rdp" else PLDAccountant()
 
 
+def resolve_noise_multiplier(noise_multiplier: float | None, target_epsilon: float | None,
+                             max_grad_norm: float, delta: float, sample_rate: float, steps: int,
+                             accountant: str) -> float:
+    """σ of a run: ``noise_multiplier`` as given, or :func:`dplib.accounting.calibrate_noise`
+    (target ε, δ, q, T, accountant) for ``target_epsilon`` (exactly one of the two).
+
+    C = ∞ (no clipping) bounds no sensitivity: it allows only σ = 0 (non-private training).
+    Shared by :func:`train` and the batched shadow-model trainer, so both spend the same noise.
+    """
+    if (noise_multiplier is None) == (target_epsilon is None):
+        raise ValueError(f"give exactly one of noise_multiplier and target_epsilon, got "
+                         f"noise_multiplier={noise_multiplier!r}, "
+                         f"target_epsilon={target_epsilon!r}")
+    if target_epsilon is not None:
+        if math.isinf(max_grad_norm):
+            raise ValueError("target_epsilon needs a finite max_grad_norm (clipping bounds the "
+                             "sensitivity), got max_grad_norm=inf")
+        return calibrate_noise(check_positive("target_epsilon", target_epsilon), delta,
+                               sample_rate, steps, accountant)
+    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
+    if math.isinf(max_grad_norm) and sigma > 0:
+        raise ValueError(f"max_grad_norm=inf (no clipping) allows only noise_multiplier=0 "
+                         f"(non-private training), got noise_multiplier={sigma:g}; noise "
+                         "std σ·C would be infinite")
+    return sigma
+
+
 def _as_tensors(data: object, name: str) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise ValueError(f"{name} must be a pair (X, y) of tensors or arrays, got "
@@ -244,22 +271,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     x, y = _as_tensors(train_data, "train_data")
     n = x.shape[0]
     T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
-    if (noise_multiplier is None) == (target_epsilon is None):
-        raise ValueError(f"give exactly one of noise_multiplier and target_epsilon, got "
-                         f"noise_multiplier={noise_multiplier!r}, "
-                         f"target_epsilon={target_epsilon!r}")
-    if target_epsilon is not None:
-        if math.isinf(c):
-            raise ValueError("target_epsilon needs a finite max_grad_norm (clipping bounds the "
-                             "sensitivity), got max_grad_norm=inf")
-        sigma = calibrate_noise(check_positive("target_epsilon", target_epsilon), d, q, T,
-                                accountant)
-    else:
-        sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-        if math.isinf(c) and sigma > 0:
-            raise ValueError(f"max_grad_norm=inf (no clipping) allows only noise_multiplier=0 "
-                             f"(non-private training), got noise_multiplier={sigma:g}; noise "
-                             "std σ·C would be infinite")
+    sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
     vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
                                                             virtual_batch_size)
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
