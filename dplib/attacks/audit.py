@@ -462,7 +462,9 @@ def _epsilon_from_delta_curve(delta_of_eps, delta: float, hi: float = 50.0) -> f
 def _icl_audits(eps: float) -> list:
     """DP-ICL's private vote aggregation (Wu et al. 2024), when :mod:`dplib.icl` is there.
 
-    One exemplar changes one subset's vote: a histogram (c, c) becomes (c + 1, c − 1).
+    One exemplar changes one subset's vote (replace-one with a fixed partition, or add/remove
+    at sample rate q = 1, which the claim's accounting uses): a histogram (c, c) becomes
+    (c + 1, c − 1).
     ``noisy_vote`` releases the noisy histogram (the Gaussian mechanism, Δ = √2) with the noise
     of ``vote_noise_std(ε, 1e-5, 1 query)``; the statistic is the noisy difference of the two
     counts (the likelihood-ratio direction); the claim at the audit's δ = 0.01 is

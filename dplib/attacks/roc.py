@@ -133,6 +133,12 @@ def dp_tpr_bound(fpr, epsilon: float, delta: float = 0.0) -> np.ndarray | float:
     the second being the first for the complementary test with the roles of D and D' swapped.
     So TPR ≤ min(e^ε·FPR + δ, 1 − e^{−ε}(1 − δ − FPR)), capped at 1; ``epsilon=inf`` gives 1.
     Vectorised over ``fpr``.
+
+    Adjacency: D and D' must be neighbours under the relation the guarantee was proved for —
+    with add/remove, the training set with and without the target record; with replace-one, the
+    target record against another record in its place (a fixed-size training set, as in the
+    random-halves game of Carlini et al. 2022). Averaging over a random rest of the training
+    set keeps the bound (both inequalities are linear in (FPR, TPR)).
     """
     f = np.asarray(fpr, dtype=float)
     if np.isnan(f).any() or (f < 0).any() or (f > 1).any():

@@ -27,8 +27,8 @@ from .accounting import (INTEGER_ORDERS, EncodingAccountant, calibrate_noise_sca
                          code_log_moments, codebook_rdp, encoding_epsilon, lemma4_rdp)
 from .codebook import Codebook, build_codebook, encode, gradient_values
 from .denoise import ks_denoise, ks_distance
-from .moments import (MomentTable, gaussian_log_moments, laplace_log_moments, log_moments,
-                      mixture_renyi_1d, moment_table, small_shift_constant)
+from .moments import (MomentTable, check_monotone, gaussian_log_moments, laplace_log_moments,
+                      log_moments, mixture_renyi_1d, moment_table, small_shift_constant)
 from .noise import (NOISE_FAMILIES, GaussianNoise, LaplaceNoise, NoiseDistribution, ScipyNoise,
                     StudentTNoise, make_noise)
 from .train import (EncodedTrainResult, encoded_noisy_gradient, flat_grads, privatization_error,
@@ -38,7 +38,7 @@ __all__ = [
     "NoiseDistribution", "GaussianNoise", "LaplaceNoise", "StudentTNoise", "ScipyNoise",
     "make_noise", "NOISE_FAMILIES",
     "log_moments", "gaussian_log_moments", "laplace_log_moments", "small_shift_constant",
-    "mixture_renyi_1d", "MomentTable", "moment_table",
+    "mixture_renyi_1d", "MomentTable", "moment_table", "check_monotone",
     "INTEGER_ORDERS", "code_log_moments", "lemma4_rdp", "codebook_rdp", "EncodingAccountant",
     "encoding_epsilon", "calibrate_noise_scale",
     "Codebook", "build_codebook", "encode", "gradient_values",

@@ -16,16 +16,23 @@ with I_k(τ) = ∫ (z(x; τ)/z(x; 0))^k z(x; 0) dx (:func:`dplib.encoding.moment
 paper prints the prefactor as 1/(1 − α) (eqs. 5, 9, 16–23), which would make every ε negative
 (the sum is ≥ 1); Rényi divergence has 1/(α − 1) (its own eq. 2). The binomial coefficient is also
 missing in its eqs. 20–22 (it reappears in 23). The equality is exact for the "remove" direction
-D_α((1 − q)Z(0) + qZ(ψ) ‖ Z(0)); the "add" direction is no larger *only for symmetric noise*
-(Theorem 2 of the appendix is MTZ 2019, Thm 5, whose condition "α ≤ 1" is a typo for α ≥ 1).
+D_α((1 − q)Z(0) + qZ(ψ) ‖ Z(0)); the "add" direction D_α(Z(0) ‖ (1 − q)Z(0) + qZ(ψ)) is
+guaranteed to be no larger only for *symmetric* noise: Theorem 2 of the appendix (Mironov, Talwar &
+Zhang 2019, whose condition "α ≤ 1" is a typo for α ≥ 1) needs the involution ν(x) = ψ − x to map
+Z(0) onto Z(ψ), i.e. z₀(x) = z₀(−x); for skewed noise the add direction can be far larger (tests).
 
 **Lemma 5 (a code book Ψ).** ε(α; q, Ψ, z) ≤ max_{ψ∈Ψ} ε(α; q, ψ, z), maximised order by order.
 Two unstated conditions make this cover what Algorithm 2 actually outputs:
 
 * the encoded vector is *not* an element of Ψ: it is the gradient clamped coordinate-wise by a
   signed permutation of ψ. The bound above is invariant under permutations and sign flips of ψ
-  (i.i.d. symmetric noise), and it covers the clamped vector because h_k = log I_k is
-  non-decreasing in |τ| (checked numerically, see :class:`~dplib.encoding.moments.MomentTable`);
+  (i.i.d. symmetric noise), and it covers the clamped vector when h_k = log I_k is
+  non-decreasing in |τ| for every k (the sum in Lemma 4 has non-negative coefficients, so it is
+  non-decreasing in every I_k). This holds analytically for Gaussian and Laplace noise and is
+  verified numerically for every other family before any code book is accounted
+  (:func:`~dplib.encoding.moments.check_monotone` for ``method="exact"``, the check of
+  :class:`~dplib.encoding.moments.MomentTable` for ``"table"``); noise for which it fails is
+  refused. It is not implied by the table's condition that h_k/τ² be non-increasing;
 * one record must change the sum by *one* encoded vector, i.e. micro-batches of size 1. With
   micro-batches of several records, adding a record replaces one encoded vector by another, and
   the difference of two code vectors (norm up to 2) is what the noise must hide.
@@ -44,7 +51,7 @@ from scipy.special import gammaln, logsumexp
 
 from .._validate import check_choice, check_int, check_positive, check_probability
 from ..accounting import rdp_to_delta, rdp_to_epsilon
-from .moments import (_check_noise, _check_orders_int, gaussian_log_moments,
+from .moments import (_check_noise, _check_orders_int, check_monotone, gaussian_log_moments,
                       laplace_log_moments, log_moments, moment_table)
 from .noise import GaussianNoise, LaplaceNoise, NoiseDistribution
 
@@ -57,19 +64,22 @@ INTEGER_ORDERS: np.ndarray = np.arange(2, 65, dtype=float)
 _METHODS = ("auto", "exact", "table", "closed_form")
 
 
-def _as_codes(codebook: object) -> np.ndarray:
+def _as_codes(codebook: object, name: str = "codebook") -> np.ndarray:
     """|ψ| as a float64 array of shape (n_codes, d) from a Codebook, tensor or array."""
     vec = getattr(codebook, "vectors", codebook)
     if hasattr(vec, "detach"):
         vec = vec.detach().to("cpu").double().numpy()
-    arr = np.asarray(vec, dtype=float)
+    try:
+        arr = np.asarray(vec, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of real numbers, got {codebook!r}") from None
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.size == 0:
-        raise ValueError(f"codebook must be a vector or an (n_codes, d) array, got shape "
+        raise ValueError(f"{name} must be a vector or an (n_codes, d) array, got shape "
                          f"{arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError("codebook must hold finite numbers, got inf or nan")
+        raise ValueError(f"{name} must hold finite numbers, got inf or nan")
     return np.abs(arr)
 
 
@@ -81,7 +91,9 @@ def code_log_moments(codebook: object, noise: NoiseDistribution, orders: object,
 
     ``method``: ``"exact"`` integrates every distinct coordinate value (tests, small code books);
     ``"table"`` uses the cached :func:`~dplib.encoding.moments.moment_table` and its rigorous
-    upper bound between grid points (fast for thousands of coordinates); ``"closed_form"`` only
+    upper bound between grid points (fast for thousands of coordinates); both verify that h_k is
+    non-decreasing in |τ| (the clamp of Algorithm 2 needs it; ``ValueError`` otherwise);
+    ``"closed_form"`` only
     for Gaussian and Laplace noise (Mironov 2017); ``"auto"`` = exact up to 64 distinct values,
     else table.
     """
@@ -107,6 +119,8 @@ def code_log_moments(codebook: object, noise: NoiseDistribution, orders: object,
         else:
             raise ValueError(f"method='closed_form' needs Gaussian or Laplace noise, got {noise!r}")
     else:
+        # the clamp of Algorithm 2 is covered only if h_k is non-decreasing in |τ| (Lemma 5 note)
+        check_monotone(noise, int(k_all[-1]), max(float(uniq.max()) / noise.scale, 1e-3))
         h = log_moments(noise, uniq, k_all)
     inv = inv.reshape(codes.shape)
     rows = np.repeat(np.arange(n), codes.shape[1])
@@ -163,7 +177,7 @@ def lemma4_rdp(orders: object, sample_rate: float, code_vector: object,
     """
     alpha = _check_orders_int(orders, low=2)
     q = check_probability("sample_rate", sample_rate, low_open=True)
-    codes = _as_codes(code_vector)
+    codes = _as_codes(code_vector, "code_vector")
     if codes.shape[0] != 1:
         raise ValueError(f"code_vector must be one vector, got {codes.shape[0]} "
                          "(use codebook_rdp for a code book)")

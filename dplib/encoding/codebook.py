@@ -50,7 +50,11 @@ class Codebook:
         import torch
         v = self.vectors
         if not isinstance(v, torch.Tensor):
-            v = torch.as_tensor(np.asarray(v, dtype=np.float32))
+            try:
+                v = torch.as_tensor(np.asarray(v, dtype=np.float32))
+            except (TypeError, ValueError):
+                raise ValueError(f"vectors must be an (n_codes, d) array of real numbers, "
+                                 f"got {v!r}") from None
         if v.ndim != 2 or v.shape[0] == 0 or v.shape[1] == 0:
             raise ValueError(f"vectors must be a non-empty 2-D array (n_codes, d), got shape "
                              f"{tuple(v.shape)}")
@@ -82,6 +86,11 @@ class Codebook:
         key = (str(device), dtype)
         if key not in self._on:
             v = self.vectors.to(device=device, dtype=dtype)
+            if torch.finfo(dtype).eps > torch.finfo(self.vectors.dtype).eps:
+                # rounding to a coarser dtype may round ψ up; the accountant uses the stored ψ, so
+                # round towards zero: the clamp thresholds must never exceed the accounted ψ
+                up = v.to(self.vectors.dtype) > self.vectors.to(device)
+                v = torch.where(up, torch.nextafter(v, torch.zeros_like(v)), v)
             n = v.norm(dim=1)
             self._on[key] = (v, torch.where(n > 0, n, torch.ones_like(n)))
         return self._on[key]

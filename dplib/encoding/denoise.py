@@ -29,6 +29,15 @@ from .noise import NoiseDistribution
 __all__ = ["ks_distance", "ks_denoise"]
 
 
+def _check_values(name: str, values: object) -> None:
+    import torch
+    if not isinstance(values, torch.Tensor) or values.ndim == 0 or values.shape[-1] == 0:
+        raise ValueError(f"{name} must be a torch tensor with at least one element in its last "
+                         f"dimension, got {values!r}")
+    if not torch.isfinite(values).all():
+        raise ValueError(f"{name} must be finite (got inf or nan)")
+
+
 def ks_distance(values, noise: NoiseDistribution):
     """KS distance between the empirical distribution of the last dimension of ``values`` and
     ``noise``: max_i max(i/d − F(v_(i)), F(v_(i)) − (i − 1)/d) over the sorted values
@@ -36,11 +45,7 @@ def ks_distance(values, noise: NoiseDistribution):
     (one value per row; a 0-dim tensor for a vector)."""
     import torch
     noise = _check_noise(noise)
-    if not isinstance(values, torch.Tensor) or values.ndim == 0 or values.shape[-1] == 0:
-        raise ValueError("values must be a torch tensor with at least one element in its last "
-                         f"dimension, got {values!r}")
-    if not torch.isfinite(values).all():
-        raise ValueError("values must be finite (got inf or nan)")
+    _check_values("values", values)
     v, _ = torch.sort(values.double(), dim=-1)
     d = v.shape[-1]
     F = noise.cdf_torch(v)
@@ -51,5 +56,6 @@ def ks_distance(values, noise: NoiseDistribution):
 
 def ks_denoise(noisy, noise: NoiseDistribution):
     """(KS(∇̃, Z)·∇̃, KS) — the denoised gradient and the factor (post-processing)."""
+    _check_values("noisy", noisy)
     factor = ks_distance(noisy, noise)
     return noisy * factor.unsqueeze(-1) if noisy.ndim > 1 else noisy * factor, factor

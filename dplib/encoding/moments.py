@@ -39,7 +39,7 @@ from .._validate import check_int, check_positive, check_real, check_real_array
 from .noise import NoiseDistribution
 
 __all__ = ["log_moments", "gaussian_log_moments", "laplace_log_moments", "small_shift_constant",
-           "mixture_renyi_1d", "MomentTable", "moment_table"]
+           "mixture_renyi_1d", "MomentTable", "moment_table", "check_monotone"]
 
 #: 1/j! for j = 13, 12, …, 2 (Horner order) — the series of expm1(x) − x
 _INV_FACT = [1.0 / math.factorial(j) for j in range(13, 1, -1)]
@@ -53,7 +53,11 @@ def _check_noise(noise: object) -> NoiseDistribution:
 
 
 def _check_orders_int(orders: object, *, low: int = 0) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(orders, dtype=float))
+    try:
+        arr = np.atleast_1d(np.asarray(orders, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(f"orders must be a non-empty 1-D array of integers >= {low}, "
+                         f"got {orders!r}") from None
     if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
         raise ValueError(f"orders must be a non-empty 1-D array of integers >= {low}, "
                          f"got {orders!r}")
@@ -62,6 +66,13 @@ def _check_orders_int(orders: object, *, low: int = 0) -> np.ndarray:
         raise ValueError(f"orders must be integers >= {low} (Lemma 4 expands the binomial "
                          f"(1 − q + q·ratio)^α, which needs integer α), got {arr[bad][0]!r}")
     return arr
+
+
+def _check_tau(tau: object) -> np.ndarray:
+    t = np.atleast_1d(check_real_array("tau", tau))
+    if t.size == 0:
+        raise ValueError("tau must hold at least one shift, got an empty array")
+    return t
 
 
 def _expm1_minus_x(x: np.ndarray) -> np.ndarray:
@@ -153,7 +164,7 @@ def log_moments(noise: NoiseDistribution, tau: object, orders: object, *,
     Returns an array of shape (len(tau), len(orders)).
     """
     noise = _check_noise(noise)
-    t = np.atleast_1d(check_real_array("tau", tau))
+    t = _check_tau(tau)
     if t.ndim != 1:
         raise ValueError(f"tau must be a scalar or 1-D array, got shape {t.shape}")
     ks = _check_orders_int(orders, low=0)
@@ -186,7 +197,7 @@ def log_moments(noise: NoiseDistribution, tau: object, orders: object, *,
 def gaussian_log_moments(tau: object, orders: object, sigma: float) -> np.ndarray:
     """Closed form for N(0, σ²): h_k(τ) = k(k − 1)τ²/(2σ²) (Mironov 2017, Prop. 7:
     (k − 1)·D_k(N(τ, σ²) ‖ N(0, σ²)) with D_k = kτ²/(2σ²)). Shape (len(tau), len(orders))."""
-    t = np.atleast_1d(check_real_array("tau", tau))
+    t = _check_tau(tau)
     k = _check_orders_int(orders, low=0)
     s = check_positive("sigma", sigma)
     return k[None, :] * (k[None, :] - 1.0) * t[:, None] ** 2 / (2.0 * s * s)
@@ -200,7 +211,7 @@ def laplace_log_moments(tau: object, orders: object, b: float) -> np.ndarray:
     (Mironov 2017, Table II, Laplace mechanism, with α = k). Written as log1p of
     [k·expm1((k−1)u) + (k−1)·expm1(−ku)]/(2k − 1) for small u, so it keeps its relative accuracy.
     k = 0 gives 0 (the formula's 0/(−1)·… terms are handled separately)."""
-    t = np.atleast_1d(check_real_array("tau", tau))
+    t = _check_tau(tau)
     k = _check_orders_int(orders, low=0)[None, :]
     bb = check_positive("b", b)
     u = np.abs(t)[:, None] / bb
@@ -306,11 +317,14 @@ class MomentTable:
     code vectors live, h_k/u² is nearly constant and the bound is nearly exact (relative excess at
     most the change of h_k/u² over one grid step, 10^{1/32} ≈ 1.075 in the worst, linear regime).
 
-    Condition R also implies that h_k is non-decreasing in |u|, which is what makes the *clamp* of
-    Algorithm 2 safe: an encoded coordinate |e_i| ≤ ψ_i never costs more than ψ_i itself. R holds
-    exactly for the Gaussian (h_k/u² constant) and is verified numerically on the grid for every
-    table built (a ``ValueError`` otherwise): it holds for Laplace and Student-t; it fails for
-    noise with lighter-than-Gaussian tails, where h_k grows faster than u².
+    **Monotonicity (condition M).** What makes the *clamp* of Algorithm 2 safe is a different
+    condition: h_k non-decreasing in |u|, so that an encoded coordinate |e_i| ≤ ψ_i never costs
+    more than ψ_i itself. R does *not* imply M (h(u) = u²·g(u) with g non-increasing can still
+    decrease, e.g. g = u⁻³ for u ≥ 1), so both are verified numerically on the grid for every table
+    built (a ``ValueError`` otherwise; :func:`check_monotone` does M alone for ``method="exact"``).
+    Both hold exactly for the Gaussian (h_k/u² constant) and Laplace (closed form), and
+    numerically for Student-t; R fails for noise with lighter-than-Gaussian tails, where h_k grows
+    faster than u²; M fails e.g. for a density with a periodic modulation (tests).
     """
 
     key: tuple
@@ -320,11 +334,12 @@ class MomentTable:
     c0: np.ndarray            # k(k − 1)F/2, shape (len(orders),)
 
     def check(self, tol: float = 1e-8) -> None:
-        """Verify condition R (and h ≥ 0, and the small-shift limit) on the grid."""
+        """Verify conditions M and R (and h ≥ 0, and the small-shift limit) on the grid."""
         ratio = self.values / self.grid[:, None] ** 2
         if np.any(self.values < -tol):
             raise ValueError(f"moment table for {self.key}: negative log-moment, "
                              "the quadrature is broken")
+        _raise_if_decreasing(self.key, self.grid, self.values, self.orders, tol)
         inc = np.diff(ratio, axis=0) > tol * ratio[1:]
         if inc.any():
             j, k = np.argwhere(inc)[0]
@@ -369,8 +384,54 @@ class MomentTable:
 
 
 _TABLES: dict = {}
+_MONOTONE: dict = {}        # family key → (k_max, u_max) over which condition M was verified
 _PER_DECADE = 32
 _LOW_DECADE = -4
+
+
+def _raise_if_decreasing(key, grid, values, orders, tol: float) -> None:
+    dec = np.diff(values, axis=0) < -tol * np.abs(values[1:])
+    if dec.any():
+        j, k = np.argwhere(dec)[0]
+        raise ValueError(
+            f"noise {key} violates the condition h_k(u) = log I_k(u) non-decreasing in |u| (at "
+            f"k={orders[k]:g}, between u={grid[j]:.3g} and u={grid[j + 1]:.3g}): a clamped "
+            "coordinate of Algorithm 2 can cost more than the code-vector coordinate, so Lemma "
+            "4/5 evaluated on the code book do not bound the privacy of the encoded gradients")
+
+
+def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
+                   tol: float = 1e-8) -> None:
+    """Verify numerically that h_k(u) = log I_k(u) is non-decreasing on a geometric grid of
+    standardised shifts up to ``u_max`` (32 points per decade from 1e-4), for k = 2…k_max.
+
+    This is the condition under which Lemmas 4–5, evaluated on a code vector ψ, also bound the
+    *clamped* signed permutation of ψ that Algorithm 2 outputs (each |e_i| ≤ ψ_i). Gaussian
+    (h_k ∝ u²) and Laplace (dI_k/du = k(k−1)/(2k−1)·(e^{(k−1)u} − e^{−ku}) ≥ 0) satisfy it
+    analytically and are not integrated. Results are cached per family; a family whose
+    :class:`MomentTable` covers the range has already been checked. Raises ``ValueError``."""
+    from .noise import GaussianNoise, LaplaceNoise
+    noise = _check_noise(noise)
+    if isinstance(noise, (GaussianNoise, LaplaceNoise)):
+        return
+    kmax = check_int("k_max", k_max, low=2)
+    um = check_positive("u_max", u_max)
+    key = noise.key
+    done = _MONOTONE.get(key)
+    if done is not None and done[0] >= kmax and done[1] >= um:
+        return
+    tab = _TABLES.get(key)
+    if tab is not None and tab.orders[-1] >= kmax and tab.grid[-1] >= um:
+        return
+    lo = min(10.0 ** _LOW_DECADE, um / 2.0)
+    n = int(math.ceil(math.log10(um / lo) * _PER_DECADE)) + 1
+    grid = np.logspace(math.log10(lo), math.log10(um), max(n, 2))
+    ks = np.arange(2, kmax + 1, dtype=float)
+    vals = log_moments(noise.with_scale(1.0), grid, ks)
+    _raise_if_decreasing(key, grid, vals, ks, tol)
+    prev = _MONOTONE.get(key)
+    if prev is None or (prev[0] <= kmax and prev[1] <= um):
+        _MONOTONE[key] = (kmax, um)
 
 
 def moment_table(noise: NoiseDistribution, k_max: int, u_max: float) -> MomentTable:

@@ -104,7 +104,9 @@ class NoiseDistribution:
         raise NotImplementedError
 
     def sample(self, shape, *, generator=None, device=None, dtype=None):
-        """A torch tensor of i.i.d. draws of shape ``shape`` (on ``device``)."""
+        """A torch tensor of i.i.d. draws of shape ``shape`` (on ``device``). Floating-point
+        draws: not safe against the attack of Mironov 2012 (fine for training noise as documented
+        in :func:`dplib.training.train`, not for releasing exact statistics)."""
         import torch
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         dtype = dtype or torch.get_default_dtype()

@@ -66,6 +66,8 @@ def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook
     The gradient is (Σ_i enc(∇_i) + Z)·KS / ``expected_batch_size``. Noise is drawn from
     ``generator``'s device and moved to the parameters' device. ``chunk_size`` bounds memory:
     per-example gradients are formed and encoded that many examples at a time.
+
+    Float noise: Z is drawn in floating point, not safe against Mironov's 2012 attack.
     """
     import torch
     from ..training import per_example_grads
@@ -125,6 +127,9 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     momentum. Same conventions as :func:`dplib.training.train` (Poisson batches at rate q,
     ``epochs`` → round(epochs/q) steps, ``eval_every`` defaults to one epoch, loss = cross-entropy
     by default). ε is from :class:`~dplib.encoding.accounting.EncodingAccountant` over ``orders``.
+
+    Float noise: the noise is drawn in floating point (:meth:`NoiseDistribution.sample`), not safe
+    against the floating-point attack of Mironov 2012 — like :func:`dplib.training.train`.
     """
     import torch
     import torch.nn.functional as F

@@ -275,9 +275,12 @@ def joint_exponential_topk(counts: object, k: int, epsilon: float, *, sensitivit
     :func:`joint_em_utilities`, through :func:`dplib.mechanisms.exponential_mechanism`
     (brute force over all d!/(d−k)! sequences; Gillenwater et al. sample the same law in
     O(dk log k) time). Sensitivity: Gillenwater et al. prove Δu = 1 when one person can only
-    raise counts (monotone). In KSA one exemplar *changes* one answer, so some counts may fall by
-    1 while others rise by 1, and h_(i) − h_{s_i} can move by 2: the default Δu = 2 is the safe
-    value here. ``size`` = n draws independent samples at once (an (n, k) array).
+    raise counts (monotone). In KSA one exemplar *changes* one answer (under add/remove of the
+    exemplar with Poisson subsets as under replace-one with a fixed partition), so some counts
+    may fall by 1 while others rise by 1, and h_(i) − h_{s_i} can move by 2: the default Δu = 2
+    is the safe value here — the value the authors' reference code (google-research
+    ``dp_topk/joint.py``) uses for swap neighbours. ``size`` = n draws independent samples at
+    once (an (n, k) array).
     """
     seqs, u = joint_em_utilities(counts, k)
     if size is not None:
@@ -291,8 +294,10 @@ def joint_exponential_topk(counts: object, k: int, epsilon: float, *, sensitivit
 def ptr_distance(counts: object, k: int) -> int:
     """A lower bound on the number of changed answers needed before the top-k *set* could change.
 
-    With gap g = h_(k) − h_(k+1), one changed answer lowers g by at most 2, and while g ≥ 1 the
-    set is the same on every neighbour; so dist = max(0, ⌈g/2⌉ − 1) changes are safe. This
+    With gap g = h_(k) − h_(k+1), one changed answer lowers g by at most 2 (and can lower it by
+    exactly 2), and a histogram whose gap is ≥ 3 keeps its top-k set on every neighbour (their
+    gap is ≥ 1); so at least max(0, ⌈(g − 2)/2⌉) = max(0, ⌈g/2⌉ − 1) changes are needed to reach a
+    histogram with gap ≤ 2, the only ones that may be unstable. This
     dist has sensitivity 1 and dist ≥ 1 implies every neighbour has the same top-k set — the two
     properties propose-test-release needs (Dwork & Roth 2014, §7.3).
     """

@@ -15,6 +15,10 @@ demonstration of at most T tokens costs T steps (an early end-of-text only stops
 accountant charges all T). Exemplars of another label never enter the steps for y, so under
 add/remove of one exemplar only the steps of its own label count (parallel composition): each
 label's demonstrations are accounted separately, with the largest sampling rate of all labels.
+The rates q_y = M·N/n_y are computed from the per-label pool sizes n_y, which the accounting
+treats as public (the Poisson-subsampled Gaussian analysis assumes a rate fixed in advance; under
+add/remove n_y itself changes by one) — fix the rates independently of the data if the sizes are
+private.
 
 V_t is the whole vocabulary, or — as Tang et al. do to keep the noise from promoting junk
 tokens — the ``public_top_k`` most likely tokens under the model *without* private exemplars
@@ -117,8 +121,9 @@ def synthetic_demonstrations(model, template: PromptTemplate, pool_texts: Sequen
 
     Each label's pool is sampled at rate q_y = M·N/n_y (capped at 1); the noise is calibrated by
     :func:`dplib.icl.accounting.gaussian_noise_std` for ``demos_per_label · max_tokens`` steps at
-    the largest q_y, sensitivity √2. ε = ``math.inf`` gives the noiseless ensemble. Returns
-    (texts, labels, noise std).
+    the largest q_y, sensitivity √2, under add/remove adjacency of one exemplar (the pool sizes
+    n_y are taken as public; see the module docstring). ε = ``math.inf`` gives the noiseless
+    ensemble. Returns (texts, labels, noise std).
     """
     labels = np.asarray(pool_labels)
     nd = check_int("demos_per_label", demos_per_label)

@@ -13,8 +13,11 @@
   perturbation (Chaudhuri et al. 2011), DP-GD with its noise calibrations (Bassily et al. 2014),
   and the perturbed median on which objective perturbation fails.
 
-Privacy conventions throughout: Poisson subsampling with rate q, add/remove-one adjacency, noise
-multiplier σ = (noise std) / C — those of :mod:`dplib.accounting`, Opacus and dp-accounting.
+Privacy conventions of the DP-SGD modules (:mod:`.trainer`, :mod:`.grads`, :mod:`.ghost`):
+Poisson subsampling with rate q, add/remove-one adjacency, noise multiplier σ = (noise std) / C —
+those of :mod:`dplib.accounting`, Opacus and dp-accounting. :mod:`.erm` differs on purpose, as its
+sources do: full batches (no sampling) and replace-one adjacency (n public, ℓ2 sensitivity 2L/n
+of the average gradient).
 """
 from __future__ import annotations
 

@@ -226,6 +226,9 @@ def output_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: f
     λ-strong convexity is what makes this work: the minimiser moves by at most Δ = 2L/(nλ) when
     one record is replaced (CMS 2011, Cor. 8), so σ is the analytic Gaussian calibration
     (Balle & Wang 2018) for sensitivity Δ. Without strong convexity (λ → 0) Δ is unbounded.
+    Replace-one adjacency (n public). The bound Δ is for the exact minimiser; :func:`fit_logistic`
+    approximates it by a fixed number of FISTA steps, whose optimisation error the proof does not
+    cover (for approximate solvers see e.g. Wu, Li, Kumar, Chaudhuri, Jha & Naughton 2017).
 
     Float noise: the Gaussian draws are NumPy floating-point samples, not safe against the
     floating-point attack of Mironov 2012 (an exact discrete sampler would be; see
@@ -250,7 +253,9 @@ def objective_perturbation_logistic(X: object, y: object, *, lam: float, epsilon
 
     The noise enters the objective, not the answer; the proof needs a strongly convex, twice
     differentiable objective (the regulariser) — :func:`perturbed_median` shows what happens
-    without it.
+    without it. Replace-one adjacency (CMS 2011 neighbours differ in one record, n public); like
+    output perturbation, the proof is for the exact minimiser, which :func:`fit_logistic`
+    approximates.
 
     Float noise: b is drawn in floating point (Gamma norm, Gaussian direction), not safe
     against the floating-point attack of Mironov 2012.

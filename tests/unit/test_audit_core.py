@@ -159,6 +159,19 @@ def test_selecting_on_the_evaluation_data_would_be_invalid():
     assert held_out / 200 <= 0.2
 
 
+@pytest.mark.parametrize("q", [0.3, 1.0])
+def test_canary_loss_statistic_is_the_log_likelihood_ratio(q):
+    """The all-iterates canary statistic Σ_t ln p_D(u_t)/p_D'(u_t) with u_t ~ (1−q)N(0, σ²) +
+    qN(κ, σ²) under D (with the canary) and N(0, σ²) under D': checked against scipy densities."""
+    from dplib.attacks.audit import _loss_statistic
+    rng = np.random.default_rng(4)
+    sigma, kappa = 0.8, 100 / math.sqrt(100 ** 2 + 1)
+    u = rng.normal(0.3, 1.5, size=(5, 4))
+    p_d = (1 - q) * stats.norm.pdf(u, 0.0, sigma) + q * stats.norm.pdf(u, kappa, sigma)
+    expected = np.log(p_d / stats.norm.pdf(u, 0.0, sigma)).sum(axis=1)
+    np.testing.assert_allclose(_loss_statistic(u, q, sigma, kappa), expected, rtol=1e-10)
+
+
 @pytest.mark.parametrize("call,param", [
     (lambda: clopper_pearson(-1, 10), "k"),
     (lambda: clopper_pearson(11, 10), "k"),

@@ -47,6 +47,39 @@ def test_gaussian_numerical_rdp_equals_closed_form(q, sigma):
     np.testing.assert_allclose(ours, ref, rtol=1e-8, atol=0)
 
 
+@pytest.mark.parametrize("sigma,q", [(0.7, 0.01), (1.5, 0.2), (1.0, 0.06)])
+def test_gaussian_lemma4_against_quadrature_and_exact_alpha2(sigma, q):
+    """Independent of dplib.accounting: (i) α = 2 by hand, A₂ = 1 + q²(e^{1/σ²} − 1); (ii) for a
+    norm-1 ψ in d = 7 dimensions the pair is, by rotation invariance, the 1-D pair N(0, σ²) vs
+    (1 − q)N(0, σ²) + qN(1, σ²), whose "remove" divergence D_α(mix ‖ N(0, σ²)) is integrated
+    directly; Lemma 4 must equal it, and the "add" direction must be no larger (MTZ 2019)."""
+    psi = unit_vector(7, seed=3)
+    orders = [2, 3, 8, 20]
+    ours = lemma4_rdp(orders, q, psi, GaussianNoise(sigma), method="exact")
+    assert ours[0] == pytest.approx(math.log1p(q * q * math.expm1(1 / sigma**2)), rel=1e-10)
+    for a, r in zip(orders, ours):
+        rem = mixture_renyi_1d(GaussianNoise(sigma), 1.0, q, a, direction="remove")
+        add = mixture_renyi_1d(GaussianNoise(sigma), 1.0, q, a, direction="add")
+        assert r == pytest.approx(rem, rel=1e-8)
+        assert add <= r * (1 + 1e-9)
+
+
+def test_laplace_lemma4_low_orders_by_hand():
+    """α = 2, 3 with the binomial coefficients written out (eq. 23; eqs. 20–22 drop C(α, k)) and
+    the Laplace moments I₂, I₃ of Mironov 2017, Table II, for a 3-coordinate ψ with signs."""
+    b, q, psi = 0.6, 0.1, np.array([0.3, -0.5, 0.8])
+
+    def I(k):
+        return np.prod([k / (2 * k - 1) * math.exp((k - 1) * abs(t) / b)
+                        + (k - 1) / (2 * k - 1) * math.exp(-k * abs(t) / b) for t in psi])
+    a2 = math.log((1 - q) ** 2 + 2 * q * (1 - q) + q * q * I(2))
+    a3 = math.log((1 - q) ** 3 + 3 * q * (1 - q) ** 2 + 3 * q * q * (1 - q) * I(2)
+                  + q**3 * I(3)) / 2
+    for method in ("exact", "closed_form"):
+        np.testing.assert_allclose(lemma4_rdp([2, 3], q, psi, LaplaceNoise(b), method=method),
+                                   [a2, a3], rtol=1e-10)
+
+
 def test_gaussian_codebook_table_is_a_tight_upper_bound():
     cb = build_codebook(20, 300, rng=3, dtype=torch.float64)
     ours = codebook_rdp(ORDERS, 0.05, cb, GaussianNoise(1.1), method="table")
@@ -235,6 +268,50 @@ def test_table_refuses_lighter_than_gaussian_tails():
     assert h[2, 0] / h[1, 0] > 4.0            # faster than u²
     with pytest.raises(ValueError, match="non-increasing"):
         moment_table(noise, 3, 1.0)
+
+
+_WS, _WA = 5.0, 0.9
+_WZ = integrate.quad(lambda y: math.exp(-y * y / (2 * _WS**2)) * (1 + _WA * math.cos(2 * math.pi * y)),
+                     -60, 60, limit=2000)[0]
+
+
+class WiggleNoise(NoiseDistribution):
+    """Symmetric, positive, Gaussian-tailed density ∝ e^{−y²/50}(1 + 0.9 cos 2πy). A shift by 1
+    realigns the modulation, a shift by ½ puts peaks on troughs: h_k(½) ≫ h_k(1), so log I_k is
+    *not* non-decreasing, and clamping a coordinate from 1 to ½ (what Algorithm 2 does) costs more
+    than the code vector itself."""
+    family = "wiggle"
+
+    def std_logpdf(self, y):
+        y = np.asarray(y, dtype=float)
+        return -y * y / (2 * _WS**2) + np.log1p(_WA * np.cos(2 * np.pi * y)) - math.log(_WZ)
+
+    def with_scale(self, scale):
+        return WiggleNoise(scale)
+
+
+def test_non_monotone_moments_are_refused():
+    """The clamp argument needs h_k = log I_k non-decreasing in |τ| (condition M), which the
+    table's condition h_k/τ² non-increasing does not imply. Without the check, method='exact' on
+    ψ = (1) reports 0.04 at α = 2, q = 1, while the clamped output e = (½) costs 1.83."""
+    noise = WiggleNoise(1.0)
+    h = log_moments(noise, [0.5, 1.0], [2])[:, 0]
+    assert h[0] > 40 * h[1]
+    with pytest.raises(ValueError, match="non-decreasing"):
+        lemma4_rdp([2], 1.0, [1.0], noise, method="exact")
+    with pytest.raises(ValueError, match="non-decreasing"):
+        codebook_rdp([2, 3], 0.1, np.array([[0.2, 1.0]]), noise)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        moment_table(noise, 3, 1.0)
+
+
+def test_codebook_on_coarser_dtype_never_exceeds_accounted_psi():
+    """A float64 code book used on float32 gradients: thresholds are rounded towards zero, so the
+    clamp never exceeds the ψ the accountant sees (float32(0.1) > 0.1)."""
+    psi = torch.tensor([[0.1, 0.7]], dtype=torch.float64)
+    assert float(psi[0, 0].float()) > 0.1
+    out = encode(torch.tensor([-5.0, 5.0], dtype=torch.float32), Codebook(psi))
+    assert torch.all(out.double().abs() <= psi[0])
 
 
 def test_codebook_table_agrees_with_exact_for_student_t():

@@ -16,12 +16,13 @@ from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
 from scipy import integrate, stats
 
 from dplib.accounting import DEFAULT_ORDERS, RDPAccountant, optimal_composition_epsilon
-from dplib.icl import (VOTE_SENSITIVITY, OfflineICL, PromptTemplate, dp_icl_classify,
-                       ensemble_votes, esa, gaussian_epsilon_spent, gaussian_noise_std,
-                       joint_em_topk_probability, joint_em_utilities, joint_exponential_topk,
-                       keyword_histogram, load_book_data, noisy_vote, partition_exemplars,
-                       per_query_epsilon, ptr_distance, ptr_release_probability, ptr_topk,
-                       rnm_vote, template_for, topk_sequences, vote_histogram, vote_noise_std)
+from dplib.icl import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, OfflineICL, PromptTemplate,
+                       dp_icl_classify, ensemble_votes, esa, gaussian_epsilon_spent,
+                       gaussian_noise_std, joint_em_topk_probability, joint_em_utilities,
+                       joint_exponential_topk, keyword_histogram, load_book_data, noisy_vote,
+                       partition_exemplars, per_query_epsilon, ptr_distance,
+                       ptr_release_probability, ptr_topk, rnm_vote, template_for, topk_sequences,
+                       vote_histogram, vote_noise_std)
 from dplib.mechanisms import exponential_mechanism_probabilities
 
 
@@ -231,6 +232,49 @@ def test_joint_em_utilities_by_brute_force():
     for s, v in zip(seqs, u):
         assert v == -max(top[i] - h[s[i]] for i in range(2))
     assert u[[tuple(s) for s in seqs.tolist()].index((0, 2))] == 0.0   # the true top-2
+
+
+def test_joint_em_utility_sensitivity_by_brute_force():
+    """Over every neighbouring keyword histogram: when one answer changes, each count moves by
+    −1, 0 or +1 (some down, some up) and the utility of some sequence moves by exactly 2 — the
+    default Δu = 2; when counts can only rise (one person added, Gillenwater et al. 2022) it
+    moves by at most 1."""
+    h = np.array([6, 5, 5, 3, 2])
+    k = 2
+    seqs, u = joint_em_utilities(h, k)
+    worst_swap, worst_mono = 0.0, 0.0
+    for delta in itertools.product((-1, 0, 1), repeat=h.size):
+        g = h + np.array(delta)
+        if g.min() < 0:
+            continue
+        s2, u2 = joint_em_utilities(g, k)
+        np.testing.assert_array_equal(s2, seqs)
+        move = float(np.max(np.abs(u2 - u)))
+        worst_swap = max(worst_swap, move)
+        if min(delta) >= 0:
+            worst_mono = max(worst_mono, move)
+    assert worst_swap == 2.0
+    assert worst_mono == 1.0
+
+
+def test_esa_sum_sensitivity_is_two_for_unit_embeddings():
+    """Changing one answer moves the mean of the unit-normalised answers by ≤ 2/M in ℓ2
+    (EMBEDDING_SENSITIVITY / M), with equality for an antipodal replacement."""
+    rng = np.random.default_rng(12)
+    m, d = 7, 5
+    answers = rng.normal(size=(m, d))
+    cands = np.eye(d)
+    base = esa(answers, cands, 0.0, rng=0)[1]
+    worst = 0.0
+    for _ in range(200):
+        other = answers.copy()
+        other[rng.integers(m)] = rng.normal(size=d) * rng.uniform(0.1, 10.0)
+        worst = max(worst, np.linalg.norm(esa(other, cands, 0.0, rng=0)[1] - base))
+    assert worst <= EMBEDDING_SENSITIVITY / m + 1e-12
+    flipped = answers.copy()
+    flipped[3] = -5.0 * answers[3]
+    assert np.linalg.norm(esa(flipped, cands, 0.0, rng=0)[1] - base) == pytest.approx(
+        EMBEDDING_SENSITIVITY / m, rel=1e-12)
 
 
 def test_joint_em_samples_the_exponential_law():

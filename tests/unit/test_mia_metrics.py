@@ -127,6 +127,23 @@ def test_randomized_response_attains_the_bound(eps):
     assert np.all(1 - f <= math.exp(eps) * (1 - b) + 1e-3 + 1e-12)
 
 
+def test_dp_bound_exact_values_on_both_branches():
+    """Hand-computed values of min(e^ε·FPR + δ, 1 − e^{−ε}(1 − δ − FPR), 1): the event branch at
+    small FPR, the complement branch at large FPR (Kairouz et al. 2015, Thm 2.1)."""
+    eps, d = 1.0, 0.01
+    e = math.exp(eps)
+    # FPR = 0.05: e·0.05 + 0.01 = 0.14591 < 1 − 0.94/e = 0.65420 → the event branch
+    assert dp_tpr_bound(0.05, eps, d) == pytest.approx(0.05 * e + 0.01, rel=1e-12)
+    # FPR = 0.5: e·0.5 + 0.01 = 1.369 > 1 − 0.49/e = 0.81974 → the complement branch
+    assert dp_tpr_bound(0.5, eps, d) == pytest.approx(1 - 0.49 / e, rel=1e-12)
+    # the branches meet where e·f + δ = 1 − (1 − δ − f)/e, i.e. f = (1 − δ)/(1 + e)
+    f_star = (1 - d) / (1 + e)
+    assert dp_tpr_bound(f_star, eps, d) == pytest.approx(e * f_star + d, rel=1e-12)
+    assert dp_tpr_bound(f_star, eps, d) == pytest.approx(1 - (1 - d - f_star) / e, rel=1e-12)
+    # FPR = 1: the complement branch gives 1 + δ/e > 1, capped at 1
+    assert dp_tpr_bound(1.0, eps, d) == 1.0
+
+
 def test_dp_bound_limits_and_errors():
     assert dp_tpr_bound(0.3, 0.0) == pytest.approx(0.3)
     assert dp_tpr_bound(0.0, 2.0, 0.01) == pytest.approx(0.01)

@@ -145,6 +145,28 @@ def test_released_iterates_full_batch_is_plain_composition():
         1e-5, P["lipschitz"], P["sigma"], P["n"], 20, eta, K=K), rel=1e-12)
 
 
+def test_released_iterates_small_batches_use_replace_one_sensitivity_2L():
+    """m < n: step k adds N(0, 2η_kσ²) to θ, i.e. noise of std √(2η_k)σ·m/η_k on the batch
+    gradient SUM, whose replace-one sensitivity is 2L; the noise multiplier handed to the
+    sampling-without-replacement RDP bound (WBK 2019) is that std over 2L."""
+    from dplib.accounting import RDPAccountant
+    eta, K, m = 0.4, 300, 50
+    std_sum = math.sqrt(2 * eta) * P["sigma"] * m / eta
+    z = std_sum / (2 * P["lipschitz"])
+    want = RDPAccountant(sampling="without_replacement", neighboring="replace_one").step(
+        noise_multiplier=z, sample_rate=m / P["n"], num_steps=K).get_epsilon(1e-5)
+    got = released_iterates_epsilon(1e-5, P["lipschitz"], P["sigma"], P["n"], m, eta, K=K)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_decreasing_step_sizes_are_the_seed_schedule():
+    """η_k = 1/(2β + λk/2) for k = 0, …, K − 1 (Cor. 3.3, Section 4.2), so η_0 = 1/(2β)."""
+    etas = decreasing_step_sizes(BETA, P["lam"], 5)
+    np.testing.assert_allclose(etas, [1 / (2 * BETA + P["lam"] * k / 2) for k in range(5)],
+                               rtol=1e-15)
+    assert etas[0] == 1 / (2 * BETA) < 1 / BETA
+
+
 def test_released_iterates_grouping_is_an_upper_bound():
     """Rounding η_k up to a coarser grid can only raise ε (z_k ∝ 1/√η_k)."""
     etas = decreasing_step_sizes(BETA, P["lam"], 6)

@@ -78,6 +78,43 @@ def test_dpgd_sigma_gdp_form_is_exact_by_the_pld_accountant():
                                                                          "analytic"))
 
 
+def test_dpgd_sigma_seed_form_and_scaling_are_exact():
+    """The lecture's closed form σ = 8L√T/(εn)·(ln(1.25/δ) + ln(T + 1)) (seed 001), and σ ∝ L/n
+    in every form (the sensitivity 2L/n of the average gradient)."""
+    eps, delta, n, T = 0.5, 1e-6, 300, 40
+    seed = 8 * math.sqrt(T) / (eps * n) * (math.log(1.25 / delta) + math.log(T + 1))
+    assert dpgd_sigma(eps, delta, T, n, form="seed") == pytest.approx(seed, rel=1e-12)
+    for form in ("derived", "seed", "gdp"):
+        base = dpgd_sigma(eps, delta, T, n, 1.0, form=form)
+        assert dpgd_sigma(eps, delta, T, n, 2.5, form=form) == pytest.approx(2.5 * base,
+                                                                              rel=1e-12)
+        assert dpgd_sigma(eps, delta, T, 3 * n, 1.0, form=form) == pytest.approx(base / 3,
+                                                                                  rel=1e-12)
+
+
+def test_dpgd_bound_is_the_shamir_zhang_value():
+    """2·D·G·(2 + ln T)/√T with G² = L² + dσ(T)² (Shamir & Zhang 2013 at c = D/G)."""
+    eps, delta, n, d, D, L = 0.7, 1e-5, 5000, 8, 3.0, 1.5
+    Ts = np.array([1, 10, 1000])
+    got = dpgd_bound(eps, delta, Ts, n, d, D, L)
+    for t, g in zip(Ts, got):
+        sig = dpgd_sigma(eps, delta, int(t), n, L)
+        want = 2 * D * math.sqrt(L ** 2 + d * sig ** 2) * (2 + math.log(t)) / math.sqrt(t)
+        assert g == pytest.approx(want, rel=1e-12)
+
+
+def test_dp_gd_default_step_is_d_over_g():
+    """η_t = c/√t with c = D/G = 2R/√(1 + dσ²) (L = 1): the default equals that lr_scale."""
+    Xs, Ys, r, T = X[:100], Y[:100], 3.0, 20
+    sigma = dpgd_sigma(0.5, 1e-5, T, 100)
+    c = 2 * r / math.sqrt(1 + 5 * sigma ** 2)
+    a = dp_gd_logistic(Xs, Ys, epsilon=0.5, delta=1e-5, steps=T, radius=r, rng=4)
+    b = dp_gd_logistic(Xs, Ys, epsilon=0.5, delta=1e-5, steps=T, radius=r, rng=4, lr_scale=c)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, dp_gd_logistic(Xs, Ys, epsilon=0.5, delta=1e-5, steps=T,
+                                                radius=r, rng=4, lr_scale=1.1 * c))
+
+
 def test_dpgd_steps_minimises_the_bound():
     T = dpgd_steps(0.5, 1e-5, 10_000, 10)
     b = dpgd_bound(0.5, 1e-5, np.array([max(1, T // 2), T, 2 * T]), 10_000, 10, 1.0)
@@ -128,12 +165,19 @@ def test_objective_perturbation_noise_has_the_gamma_norm():
 
 
 def test_objective_perturbation_adds_regularisation_when_needed():
-    # tiny λ: ε' ≤ 0, so Δ = c/(n(e^{ε/4} − 1)) − λ is added and ε' = ε/2
+    # tiny λ: ε' ≤ 0, so Δ = c/(n(e^{ε/4} − 1)) − λ is added and ε' = ε/2 (CMS 2011, Alg. 2):
+    # b recovered with the total regulariser λ + Δ must have ‖b‖ ~ Γ(d, 2/ε') = Γ(d, 4/ε)
     Xs, Ys = X[:20], Y[:20]
-    w = objective_perturbation_logistic(Xs, Ys, lam=1e-4, epsilon=0.1, rng=0)
-    lam_total = 0.25 / (20 * math.expm1(0.1 / 4))
-    b = -20 * (logistic_grad(w, Xs, Ys) + lam_total * w)
-    assert np.all(np.isfinite(b)) and np.linalg.norm(b) > 0
+    n, d, eps = 20, 5, 0.1
+    assert eps - math.log(1 + 2 * 0.25 / (n * 1e-4) + 0.25 ** 2 / (n * 1e-4) ** 2) <= 0
+    lam_total = 0.25 / (n * math.expm1(eps / 4))
+    norms = []
+    for s in range(80):
+        w = objective_perturbation_logistic(Xs, Ys, lam=1e-4, epsilon=eps, rng=s)
+        b = -n * (logistic_grad(w, Xs, Ys) + lam_total * w)
+        norms.append(np.linalg.norm(b))
+    assert stats.kstest(norms, stats.gamma(d, scale=4 / eps).cdf).pvalue > 1e-3
+    assert stats.kstest(norms, stats.gamma(d, scale=2 / eps).cdf).pvalue < 1e-3   # ε' = ε
 
 
 def test_perturbed_median_equals_brute_force():
