@@ -37,8 +37,6 @@ NOT_A_RELEASE = {
         "draws the data-independent code book (from N(0, 1) or public gradient values)",
     "dplib.encoding.experiment.encoding_throughput": "random inputs of a speed benchmark",
 }
-#: Functions in modules this issue may not edit that lack the note: reported to their owners.
-PENDING_OWNER: dict = {}
 
 
 def _code(obj) -> str:
@@ -78,14 +76,10 @@ def test_every_float_noise_function_documents_the_floating_point_caveat():
                  "dplib.mechanisms.exponential.report_noisy_max"):
         assert name in funcs
     missing = sorted(n for n, f in funcs.items()
-                     if n not in NOT_A_RELEASE and n not in PENDING_OWNER
-                     and not NOTE.search(f.__doc__ or ""))
+                     if n not in NOT_A_RELEASE and not NOTE.search(f.__doc__ or ""))
     assert not missing, f"float noise without a Mironov/floating-point note: {missing}"
-    pending = sorted(n for n in PENDING_OWNER if n in funcs
-                     and not NOTE.search(funcs[n].__doc__ or ""))
-    if pending:
-        warnings.warn(f"float-noise functions awaiting a Mironov note from their owners: "
-                      f"{pending}", stacklevel=1)
+    stale = sorted(set(NOT_A_RELEASE) - set(funcs))
+    assert not stale, f"NOT_A_RELEASE names functions that draw no float noise: {stale}"
 
 
 def test_exponential_mechanism_documents_rounding():
@@ -103,11 +97,3 @@ def test_the_attack_works_on_float_laplace_and_not_on_discrete_laplace():
     assert leaked.mean() > 0.5
     d = M.discrete_laplace_mechanism(np.zeros(400, dtype=np.int64), 1.0, rng=rng)
     assert d.dtype.kind == "i"     # integers: P(o | 1) = P(o − 1 | 0) > 0 for every o
-
-
-@pytest.mark.parametrize("name", sorted(PENDING_OWNER))
-def test_pending_entries_exist(name):
-    """The pending list names real functions (a renamed one must be re-listed)."""
-    funcs = _float_noise_functions()
-    if name not in funcs:
-        pytest.skip(f"{name} no longer draws float noise or was renamed")
