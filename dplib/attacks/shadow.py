@@ -50,8 +50,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, stack_module_state, vmap
 
-from .._validate import (as_generator, check_choice, check_int, check_positive,
-                         check_probability, check_real)
+from .._validate import as_generator, check_choice, check_int, check_probability
 
 __all__ = ["membership_masks", "BatchedModels", "train_models_batched",
            "train_models_sequential", "ShadowModelAttack"]
@@ -237,27 +236,18 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     """
     from ..device import get_device
     from ..samplers import poisson_batches
-    from ..training import steps_for_epochs
-    from ..accounting._base import check_delta
-    from ..training.grads import check_max_grad_norm, clip_factors
+    from ..training.grads import clip_factors
+    from ..training.trainer import check_run_settings
 
     models = _check_models(models)
     M = len(models)
     x_all, y_all = _as_xy(X, y)
     N = x_all.shape[0]
     mk = _check_masks(masks, M, N)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    lr = check_positive("lr", lr)
-    c = check_max_grad_norm(max_grad_norm)
-    d = check_delta(delta)
-    check_choice("optimizer", optimizer, ("sgd", "adam"))
-    check_choice("accountant", accountant, ("rdp", "pld"))
-    mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
-    wd = check_real("weight_decay", weight_decay, low=0.0, low_open=False)
-    if (epochs is None) == (steps is None):
-        raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
-                         f"steps={steps!r}")
-    T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
+    q, lr, c, d, mom, wd, T = check_run_settings(
+        sample_rate=sample_rate, lr=lr, max_grad_norm=max_grad_norm, delta=delta,
+        optimizer=optimizer, accountant=accountant, momentum=momentum,
+        weight_decay=weight_decay, epochs=epochs, steps=steps)
     seeds = list(range(M)) if seeds is None else [check_int("seeds", s, low=0) for s in seeds]
     if len(seeds) != M:
         raise ValueError(f"seeds must have one entry per model ({M}), got {len(seeds)}")

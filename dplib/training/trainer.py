@@ -118,6 +118,26 @@ def resolve_noise_multiplier(noise_multiplier: float | None, target_epsilon: flo
     return sigma
 
 
+def check_run_settings(*, sample_rate: float, lr: float, max_grad_norm: float, delta: float,
+                       optimizer: str, accountant: str, momentum: float, weight_decay: float,
+                       epochs: float | None, steps: int | None) -> tuple:
+    """The settings every DP-SGD run shares, checked: (q, lr, C, δ, momentum, weight decay, T).
+    Shared by :func:`train` and the batched shadow-model trainer, so both accept the same runs."""
+    q = check_probability("sample_rate", sample_rate, low_open=True)
+    lr = check_positive("lr", lr)
+    c = check_max_grad_norm(max_grad_norm)
+    d = check_delta(delta)
+    check_choice("optimizer", optimizer, ("sgd", "adam"))
+    check_choice("accountant", accountant, ("rdp", "pld"))
+    mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
+    wd = check_real("weight_decay", weight_decay, low=0.0, low_open=False)
+    if (epochs is None) == (steps is None):
+        raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
+                         f"steps={steps!r}")
+    T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
+    return q, lr, c, d, mom, wd, T
+
+
 def _as_tensors(data: object, name: str) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise ValueError(f"{name} must be a pair (X, y) of tensors or arrays, got "
@@ -253,24 +273,16 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     ``history`` gets an entry (the last step always does).
     """
     check_dp_compatible(model)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    lr = check_positive("lr", lr)
-    c = check_max_grad_norm(max_grad_norm)
-    d = check_delta(delta)
-    check_choice("optimizer", optimizer, ("sgd", "adam"))
-    check_choice("accountant", accountant, ("rdp", "pld"))
+    q, lr, c, d, mom, wd, T = check_run_settings(
+        sample_rate=sample_rate, lr=lr, max_grad_norm=max_grad_norm, delta=delta,
+        optimizer=optimizer, accountant=accountant, momentum=momentum,
+        weight_decay=weight_decay, epochs=epochs, steps=steps)
     check_choice("noise_device", noise_device, ("cpu", "device"))
-    mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
-    wd = check_real("weight_decay", weight_decay, low=0.0, low_open=False)
     seed = check_int("seed", seed, low=0)
     if not isinstance(ghost, bool) or not isinstance(progress, bool):
         raise ValueError(f"ghost and progress must be True or False, got {ghost!r}, {progress!r}")
-    if (epochs is None) == (steps is None):
-        raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
-                         f"steps={steps!r}")
     x, y = _as_tensors(train_data, "train_data")
     n = x.shape[0]
-    T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
     sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
     vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
                                                             virtual_batch_size)

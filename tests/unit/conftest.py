@@ -13,3 +13,17 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="session")
+def model():
+    """The offline language model of the DP-ICL chapter (:class:`dplib.icl.OfflineICL`)."""
+    from dplib.icl import OfflineICL
+    return OfflineICL()
+
+
+@pytest.fixture(scope="session")
+def sentiment():
+    """The book's offline sentiment data set of the DP-ICL chapter."""
+    from dplib.icl import load_book_data
+    return load_book_data("sentiment")

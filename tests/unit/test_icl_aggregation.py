@@ -16,24 +16,13 @@ from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
 from scipy import integrate, stats
 
 from dplib.accounting import DEFAULT_ORDERS, RDPAccountant, optimal_composition_epsilon
-from dplib.icl import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, OfflineICL, PromptTemplate,
-                       dp_icl_classify, ensemble_votes, esa, gaussian_epsilon_spent,
-                       gaussian_noise_std, joint_em_topk_probability, joint_em_utilities,
-                       joint_exponential_topk, keyword_histogram, load_book_data, noisy_vote,
-                       partition_exemplars, per_query_epsilon, ptr_distance,
-                       ptr_release_probability, ptr_topk, rnm_vote, template_for, topk_sequences,
-                       vote_histogram, vote_noise_std)
+from dplib.icl import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, PromptTemplate, dp_icl_classify,
+                       ensemble_votes, esa, gaussian_epsilon_spent, gaussian_noise_std,
+                       joint_em_topk_probability, joint_em_utilities, joint_exponential_topk,
+                       keyword_histogram, noisy_vote, partition_exemplars, per_query_epsilon,
+                       ptr_distance, ptr_release_probability, ptr_topk, rnm_vote, template_for,
+                       topk_sequences, vote_histogram, vote_noise_std)
 from dplib.mechanisms import exponential_mechanism_probabilities
-
-
-@pytest.fixture(scope="module")
-def sentiment():
-    return load_book_data("sentiment")
-
-
-@pytest.fixture(scope="module")
-def model():
-    return OfflineICL()
 
 
 # ------------------------------------------------------------------------------ partitions

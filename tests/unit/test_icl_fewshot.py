@@ -9,20 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from dplib.icl import (OfflineICL, PromptBatch, accuracy_table, gaussian_epsilon_spent,
-                       load_book_data, mia_one_shot, partition_exemplars, private_next_tokens,
-                       summarise_products, synthetic_demonstrations, synthetic_demos_prompts,
-                       template_for, unigram_f1, zero_shot_predict)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return OfflineICL()
-
-
-@pytest.fixture(scope="module")
-def sentiment():
-    return load_book_data("sentiment")
+from dplib.icl import (PromptBatch, accuracy_table, gaussian_epsilon_spent, mia_one_shot,
+                       partition_exemplars, private_next_tokens, summarise_products,
+                       synthetic_demonstrations, synthetic_demos_prompts, template_for, unigram_f1,
+                       zero_shot_predict)
 
 
 def test_noiseless_step_is_the_argmax_of_summed_distributions(model, sentiment):

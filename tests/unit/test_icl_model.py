@@ -19,16 +19,6 @@ from dplib.icl import (HashingEmbedder, HFCausalLM, OfflineICL, PromptBatch, Pro
 from dplib.icl.experiments import zero_shot_predict
 
 
-@pytest.fixture(scope="module")
-def model():
-    return OfflineICL()
-
-
-@pytest.fixture(scope="module")
-def sentiment():
-    return load_book_data("sentiment")
-
-
 def _accuracy(model, ds, k, draws, seed, flip=False, n_queries=300):
     tpl = template_for(ds)
     rng = np.random.default_rng(seed)
