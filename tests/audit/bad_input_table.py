@@ -1000,6 +1000,149 @@ def _specs_encoding() -> list[Spec]:
     ]
 
 
+def _specs_models_erm() -> list[Spec]:
+    """Convex ERM (dplib.training.erm), DP-SGLD's logistic regression and its counterexample
+    (dplib.sgld), make_mnist_cnn, and the public steps of chapter 8's code-book accounting.
+    Tiny data (20 rows × 3 features), so even the private mechanisms run in milliseconds."""
+    out: list[Spec] = []
+    try:
+        from dplib.training import erm as E
+        Xe, ye, _ = E.synthetic_logistic(20, 3, rng=0)
+        w = np.full(3, 0.1)
+        bad_X = [Xe[:5], Xe[0], np.full((20, 3), NAN), "abc", None, []]
+        bad_Xb = bad_X + [Xe * 10]                 # rows of norm > 1: the loss is not 1-Lipschitz
+        bad_y = [ye[:5], ye + 2, np.full(20, 0.5), [NAN] * 20, None, "abc"]
+        bad_w = [[NAN] * 3, [0.1, 0.2], "abc", None, np.zeros((3, 1))]
+        lam0 = [-1e-9, -1.0, NAN, INF, "0.1", None]
+        out += [
+            Spec("dplib.training.erm.logistic_loss", lambda: E.logistic_loss, args=(w, Xe, ye),
+                 params=dict(w=bad_w, X=bad_X, y=bad_y)),
+            Spec("dplib.training.erm.logistic_grad", lambda: E.logistic_grad, args=(w, Xe, ye),
+                 params=dict(w=bad_w, X=bad_X, y=bad_y)),
+            Spec("dplib.training.erm.fit_logistic", lambda: E.fit_logistic, args=(Xe, ye),
+                 kwargs=dict(lam=0.1, steps=50),
+                 params=dict(X=bad_Xb, y=bad_y, lam=lam0, radius=[0.0, -1.0, NAN, "1.0", None],
+                             linear_term=[[NAN] * 3, [1.0, 2.0], "abc", np.zeros((3, 3))],
+                             steps="int1")),
+            Spec("dplib.training.erm.dp_gd_logistic", lambda: E.dp_gd_logistic, args=(Xe, ye),
+                 kwargs=dict(epsilon=0.5, delta=1e-5, steps=5, radius=1.0, rng=0),
+                 params=dict(X=bad_Xb, y=bad_y, epsilon=BAD["pos"] + [1.5], delta="delta",
+                             steps="int1", radius="pos", rng="rng",
+                             lr_scale=[0.0, -1.0, NAN, INF, "1.0"], form="choice")),
+            Spec(         lambda: E.output_perturbation_logistic, args=(Xe, ye),
+                 kwargs=dict(lam=0.1, epsilon=1.0, delta=1e-5, rng=0),
+                 params=dict(X=bad_Xb, y=bad_y, lam="pos", epsilon="pos", delta="delta",
+                             rng="rng")),
+            Spec(         lambda: E.objective_perturbation_logistic, args=(Xe, ye),
+                 kwargs=dict(lam=0.1, epsilon=1.0, rng=0),
+                 params=dict(X=bad_Xb, y=bad_y, lam="pos", epsilon="pos", rng="rng")),
+            Spec("dplib.training.erm.balanced_lambda", lambda: E.balanced_lambda,
+                 args=("output", 1.0, 1e-5, 100, 3, 2.0),
+                 params=dict(method="choice", epsilon="pos", delta="delta", n="int1",
+                             d="int1", radius="pos")),
+        ]
+    except ImportError:
+        pass
+    try:
+        import dplib.sgld as SG
+        rng = np.random.default_rng(0)
+        Xs = rng.normal(size=(20, 3)) / 2
+        ys = np.arange(20) % 2
+        theta = np.zeros((2, 6))
+        bad_X = [Xs[:5], Xs[0], np.full((20, 3), NAN), "abc", None, []]
+        bad_y = [ys[:5], ys + 5, np.full(20, 0.5), None, "abc", -ys]
+        bad_theta = [np.full((2, 6), NAN), np.zeros((2, 5)), "abc", None, np.zeros((2, 3, 6))]
+        bad_c = [1, 0, 2.5, None, "2", True]
+        lam0 = [-1e-9, -1.0, NAN, INF, "0.1", None]
+        grad = lambda: SG.logistic_regression_grad(Xs, ys, 0.1, 2, device="cpu")  # noqa: E731
+        out += [
+            Spec("dplib.sgld.logistic_regression_constants",
+                 lambda: SG.logistic_regression_constants, args=(Xs, 0.1),
+                 kwargs=dict(num_classes=2),
+                 params=dict(X=bad_X[1:], lam="pos", num_classes=bad_c,
+                             smoothness="choice",
+                             feature_bound=[0.0, -1.0, NAN, INF, "1.0", 0.01])),
+            Spec("dplib.sgld.logistic_regression_grad", lambda: SG.logistic_regression_grad,
+                 args=(Xs, ys, 0.1, 2), kwargs=dict(device="cpu"),
+                 params=dict(X=bad_X, y=bad_y, lam=lam0, num_classes=bad_c,
+                             device=["tpu", 3])),
+            Spec("dplib.sgld.logistic_regression_loss", lambda: SG.logistic_regression_loss,
+                 args=(theta, Xs, ys, 0.1, 2),
+                 params=dict(theta=bad_theta, X=bad_X, y=bad_y, lam=lam0, num_classes=bad_c)),
+            Spec("dplib.sgld.logistic_regression_accuracy",
+                 lambda: SG.logistic_regression_accuracy, args=(theta, Xs, ys, 2),
+                 params=dict(theta=bad_theta, X=bad_X, y=bad_y, num_classes=bad_c)),
+            Spec("dplib.sgld.one_step_delta_lower_bound", lambda: SG.one_step_delta_lower_bound,
+                 args=(1.0,),
+                 kwargs=dict(lipschitz=1.0, sigma=0.5, lam=0.5, eta=0.5, n=10, batch_size=1,
+                             radius=1.0, num_thresholds=101),
+                 params=dict(epsilon=[-1e-9, -1.0, NAN, INF, "1", None],
+                             lipschitz=BAD["pos"] + [0.25], sigma="pos", lam="pos",
+                             eta=BAD["pos"] + [2.0], n="int1",
+                             batch_size=[0, -1, 2.5, None, 11], radius="pos",
+                             num_thresholds=[2, 0, 2.5, None, "101"],
+                             return_threshold="bool")),
+            Spec("dplib.sgld.dp_sgld", lambda: SG.dp_sgld, args=(grad(),),
+                 kwargs=dict(n=20, batch_size=5, step_sizes=0.01, K=10, sigma=0.1, seed=0,
+                             lam=0.1, shape=(2, 6), device="cpu"),
+                 params=dict(grad_fn=[None, 3, "grad"],
+                             theta0=[np.full((2, 6), NAN), "ab", np.zeros(6)],
+                             n="int1", batch_size=[0, -1, 2.5, None, 21],
+                             step_sizes=[0.0, -0.1, NAN, INF, "0.1", None, [0.01, -0.01]],
+                             sigma=[-1e-9, -1.0, NAN, INF, "0.1", None],
+                             K=[-1, 2.5, "3", NAN], seed="int0",
+                             radius=[0.0, -1.0, NAN, "1"], lam=BAD["pos"],
+                             shape=[(2,), (0, 6), (2.5, 6), None, "ab"],
+                             beta=[0.0, -1.0, NAN, 1000.0], device=["tpu", 3],
+                             trajectory="bool")),
+            Spec("dplib.sgld.train_dp_sgld_logistic", lambda: SG.train_dp_sgld_logistic,
+                 args=(Xs, ys),
+                 kwargs=dict(num_classes=2, lam=0.1, epochs=1.0, batch_size=5, device="cpu"),
+                 params=dict(X=bad_X, y=bad_y, num_classes=bad_c, lam="pos", epochs="pos",
+                             batch_size=[0, -1, 2.5, None, 21],
+                             target_epsilon=[0.0, -1.0, NAN, INF, "1.0"], delta="delta",
+                             schedule="choice", smoothness="choice",
+                             feature_bound=[0.0, -1.0, NAN, "1", 0.01],
+                             chains=[0, -1, 2.5, "2", None], seed="int0",
+                             eval_data=[(Xs,), (Xs, ys[:5]), "ab", (Xs, ys + 5)],
+                             device=["tpu", 3])),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib.training import models as MO
+        out.append(Spec("dplib.training.models.make_mnist_cnn", lambda: MO.make_mnist_cnn,
+                        kwargs=dict(seed=0), params=dict(seed=[-1, 2.5, NAN, "3", True])))
+    except ImportError:
+        pass
+    try:
+        from dplib import encoding as EN
+        from dplib.encoding import accounting as EA
+        from dplib.encoding import moments as EM
+        g = EN.GaussianNoise(1.0)
+        st = EN.StudentTNoise(9.0, 1.0)     # check_monotone returns at once for Gaussian/Laplace
+        book = EN.Codebook(np.array([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.6, 0.8],
+                                     [0.5, 0.5, 0.5, 0.5]]))
+        bad_noise = [None, 1.0, "gaussian"]
+        out += [
+            Spec("dplib.encoding.moments.moment_table", lambda: EM.moment_table,
+                 args=(g, 3, 1.0),
+                 params=dict(noise=bad_noise, k_max=BAD["int1"] + [1], u_max="pos")),
+            Spec("dplib.encoding.moments.check_monotone", lambda: EM.check_monotone,
+                 args=(st, 3, 1.0),
+                 params=dict(noise=bad_noise, k_max=BAD["int1"] + [1], u_max="pos",
+                             tol=[-1.0, NAN, INF, "x", None])),
+            Spec("dplib.encoding.accounting.code_log_moments", lambda: EA.code_log_moments,
+                 args=(book, g, [2, 3]),
+                 params=dict(codebook=[None, "abc", [], [[NAN, 1.0]]], noise=bad_noise,
+                             orders=[[1], [0.5], [2.5], [NAN], [], "abc", None],
+                             method="choice")),
+        ]
+    except ImportError:
+        pass
+    return out
+
+
 #: Public callables deliberately not in the sweep, with the reason.
 EXCLUDED: dict[str, str] = {
     "dplib.accounting.pld.DiscretePLD": "data container built by subsampled_gaussian_pld/compose",
@@ -1041,18 +1184,7 @@ EXCLUDED: dict[str, str] = {
         "dplib.icl.fewshot.synthetic_demonstrations",
         "dplib.icl.fewshot.synthetic_demos_prompts",
         "dplib.sgld.compare_methods", "dplib.sgld.compare_on_digits", "dplib.sgld.scaling_study",
-        "dplib.sgld.train_dp_sgld_logistic", "dplib.sgld.dp_sgld",
-        "dplib.training.erm.dp_gd_logistic", "dplib.training.erm.fit_logistic",
-        "dplib.training.erm.objective_perturbation_logistic",
-        "dplib.training.erm.output_perturbation_logistic",
         )},
-    # numeric helpers that arrived while this sweep was written: not yet in the table
-    **{name: "added to dplib after this table was written; follow-up: add a spec" for name in (
-        "dplib.training.erm.balanced_lambda", "dplib.training.erm.logistic_grad",
-        "dplib.training.erm.logistic_loss", "dplib.sgld.logistic_regression_accuracy",
-        "dplib.sgld.logistic_regression_constants", "dplib.sgld.logistic_regression_grad",
-        "dplib.sgld.logistic_regression_loss", "dplib.sgld.one_step_delta_lower_bound",
-        "dplib.training.models.make_mnist_cnn")},
     # data I/O, text utilities and language-model adapters (no privacy parameter; their files
     # and downloads are tested in tests/unit)
     **{name: "data I/O / text utility / model adapter: no numeric privacy input" for name in (
@@ -1074,8 +1206,7 @@ EXCLUDED: dict[str, str] = {
     "dplib.encoding.moments.MomentTable": "data container built by moment_table",
     **{f"dplib.encoding.{name}": "internal step of the code-book accounting, called with "
                                  "inputs already checked by codebook_rdp / lemma4_rdp"
-       for name in ("accounting.code_log_moments", "moments.small_shift_constant",
-                    "moments.moment_table", "moments.check_monotone")},
+       for name in ("moments.small_shift_constant",)},
     "dplib.encoding.accounting.EncodingAccountant": "its inputs go through codebook_rdp and "
                                                     "dplib.accounting's conversion (swept)",
     **{f"dplib.encoding.{name}": "training loop or experiment driver of chapter 8; its inputs "
@@ -1091,7 +1222,8 @@ EXCLUDED: dict[str, str] = {
 
 
 def all_specs() -> list[Spec]:
-    return _specs_core() + _specs_support() + _specs_ml() + _specs_encoding()
+    return (_specs_core() + _specs_support() + _specs_ml() + _specs_encoding()
+            + _specs_models_erm())
 
 
 #: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.
