@@ -19,11 +19,11 @@ __version__ = "0.1.0"
 
 from . import (accounting, attacks, datasets, encoding, features, icl,  # noqa: E402
                langevin, mechanisms, plotting, samplers, sgld, widgets)
-from .device import get_device, quick_mode, seed_everything, setup  # noqa: E402
+from .device import as_device, get_device, quick_mode, seed_everything, setup  # noqa: E402
 
 __all__ = ["accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
            "mechanisms", "plotting", "samplers", "sgld", "training", "widgets", "get_device",
-           "quick_mode", "seed_everything", "setup", "__version__"]
+           "as_device", "quick_mode", "seed_everything", "setup", "__version__"]
 
 
 # Modules that need torch load on first use, so ``import dplib`` works (and is quick) without it.

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._validate import check_int
 
-__all__ = ["quick_mode", "get_device", "seed_everything", "setup", "Setup"]
+__all__ = ["quick_mode", "get_device", "as_device", "seed_everything", "setup", "Setup"]
 
 
 def quick_mode() -> bool:
@@ -38,10 +38,7 @@ def get_device(prefer: str | None = None):
     """
     torch = _torch()
     if prefer is not None:
-        if not isinstance(prefer, str) or (prefer not in ("cuda", "mps", "cpu")
-                                           and not prefer.startswith("cuda:")):
-            raise ValueError(f"prefer must be 'cuda', 'cuda:N', 'mps' or 'cpu', got {prefer!r}")
-        return torch.device(prefer) if torch is not None else prefer
+        return as_device(prefer, "prefer")
     if torch is None:
         return "cpu"
     if torch.cuda.is_available():
@@ -50,6 +47,22 @@ def get_device(prefer: str | None = None):
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def as_device(device: object = None, name: str = "device"):
+    """``device`` as training code takes it: None (→ :func:`get_device`, the GPU when there is
+    one), a ``torch.device``, or one of 'cuda', 'cuda:N', 'mps', 'cpu'. One check for every
+    ``device`` argument of dplib; a ``ValueError`` naming ``name`` otherwise."""
+    torch = _torch()
+    if device is None:
+        return get_device()
+    if torch is not None and isinstance(device, torch.device):
+        return device
+    if not isinstance(device, str) or (device not in ("cuda", "mps", "cpu")
+                                       and not device.startswith("cuda:")):
+        raise ValueError(f"{name} must be None, a torch.device, or 'cuda', 'cuda:N', 'mps' or "
+                         f"'cpu', got {device!r}")
+    return torch.device(device) if torch is not None else device
 
 
 def seed_everything(seed: int) -> np.random.Generator:

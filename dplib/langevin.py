@@ -294,7 +294,7 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
     """
     import torch
 
-    from .device import get_device
+    from .device import as_device
 
     if not callable(grad_fn):
         raise ValueError(f"grad_fn must be a callable theta -> g(theta; D), got {grad_fn!r}")
@@ -306,7 +306,7 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
     if beta is not None and e > 1.0 / check_positive("beta", beta):
         raise ValueError(f"eta must be in (0, 1/beta] = (0, {1.0 / beta:g}], got {eta!r}")
     r = None if radius is None else check_positive("radius", radius)
-    dev = torch.device(get_device() if device is None else device)
+    dev = as_device(device)
     if dtype is None:
         dtype = torch.float64 if dev.type == "cpu" else torch.float32
     theta = torch.as_tensor(check_real_array("theta0", theta0) if not torch.is_tensor(theta0)

@@ -47,8 +47,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ._validate import (check_choice, check_int, check_positive, check_probability, check_real,
-                        check_real_array, check_step_counts)
+from ._validate import (check_bool, check_choice, check_int, check_positive, check_probability,
+                        check_real, check_real_array, check_step_counts)
+from .device import as_device
 
 __all__ = ["sgld_rdp", "constant_step_rdp", "decreasing_step_rdp", "decreasing_step_sizes",
            "sgld_rdp_limit", "sgld_composition_rdp", "sgld_epsilon", "sgld_calibrate_sigma",
@@ -344,6 +345,7 @@ def one_step_delta_lower_bound(epsilon: float, *, lipschitz: float, sigma: float
     m = check_int("batch_size", batch_size, low=1)
     r = check_positive("radius", radius)
     nt = check_int("num_thresholds", num_thresholds, low=3)
+    ret = check_bool("return_threshold", return_threshold)
     if m > nn:
         raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {batch_size!r}")
     if e * lm >= 1.0:
@@ -359,7 +361,7 @@ def one_step_delta_lower_bound(epsilon: float, *, lipschitz: float, sigma: float
     ts = np.linspace(-jump - 6.0 * spread, 6.0 * spread, nt)
     ts = ts[(ts > -r) & (ts < r)]
     if ts.size == 0:
-        return (0.0, math.nan) if return_threshold else 0.0
+        return (0.0, math.nan) if ret else 0.0
 
     def cdf(shift: float) -> np.ndarray:
         """P((1 − ηλ)θ_0 − shift + √(2η)σZ ≤ t) for every threshold t, θ_0 = clip(N(0, s0²))."""
@@ -385,7 +387,7 @@ def one_step_delta_lower_bound(epsilon: float, *, lipschitz: float, sigma: float
     gap = p_d - math.exp(eps) * p_dprime
     best = int(np.argmax(gap))
     delta = float(max(gap[best], 0.0))
-    return (delta, float(ts[best])) if return_threshold else delta
+    return (delta, float(ts[best])) if ret else delta
 
 
 # --- regularised logistic regression -------------------------------------------------------------
@@ -456,15 +458,36 @@ def logistic_regression_constants(X: object, lam: float, *, num_classes: int = 2
     return LogisticConstants(beta, lm, math.sqrt(2.0) * R + lm * radius, radius)
 
 
-def _as_tensors(X, y, device, dtype):
+def _as_tensors(X, y, device, dtype, num_classes: int | None = None):
     import torch
 
-    Xt = torch.as_tensor(_features(X)).to(device, dtype)
-    yt = torch.as_tensor(y.detach().cpu().numpy() if torch.is_tensor(y) else np.asarray(y))
-    if yt.ndim != 1 or yt.shape[0] != Xt.shape[0] or yt.dtype.is_floating_point:
-        raise ValueError(f"y must be an integer label vector of length {Xt.shape[0]}, "
-                         f"got shape {tuple(yt.shape)}")
-    return Xt, yt.to(device, torch.int64)
+    x = _features(X)
+    ya = y.detach().cpu().numpy() if torch.is_tensor(y) else np.asarray(y)
+    if ya.dtype != bool and not np.issubdtype(ya.dtype, np.integer):
+        raise ValueError(f"y must be an integer label vector, got dtype {ya.dtype}")
+    if ya.ndim != 1 or ya.shape[0] != x.shape[0]:
+        raise ValueError(f"y must be an integer label vector with one label per row of X "
+                         f"({x.shape[0]}), got shape {ya.shape}")
+    ya = ya.astype(np.int64)
+    if num_classes is not None and (ya.max() >= num_classes or ya.min() < 0):
+        raise ValueError(f"y must hold labels in [0, {num_classes - 1}], got "
+                         f"{int(ya.min())}..{int(ya.max())}")
+    return torch.as_tensor(x).to(device, dtype), torch.as_tensor(ya).to(device)
+
+
+def _theta(theta: object, size: int):
+    """θ as a finite (chains, size) float64 CPU tensor; ``size`` = C·p."""
+    import torch
+
+    t = theta.detach().cpu().numpy() if torch.is_tensor(theta) else np.asarray(theta)
+    if t.dtype == bool or not np.issubdtype(t.dtype, np.number) or np.iscomplexobj(t):
+        raise ValueError(f"theta must be an array of real numbers, got {theta!r}")
+    if t.ndim not in (1, 2) or t.shape[-1] != size or t.size == 0:
+        raise ValueError(f"theta must have shape (chains, {size}) or ({size},) "
+                         f"(num_classes × features), got {t.shape}")
+    if not np.all(np.isfinite(t)):
+        raise ValueError("theta must hold finite numbers, got nan or inf")
+    return torch.as_tensor(t.astype(np.float64)).reshape(-1, size)
 
 
 def logistic_regression_grad(X: object, y: object, lam: float, num_classes: int, *,
@@ -474,16 +497,11 @@ def logistic_regression_grad(X: object, y: object, lam: float, num_classes: int,
     (1/m) Σ_{i∈B} (p_i − e_{y_i}) x_iᵀ + λW per chain, batched with einsum (no loop)."""
     import torch
 
-    from .device import get_device
-
     lm = check_real("lam", lam, low=0.0, low_open=False)
     c = check_int("num_classes", num_classes, low=2)
-    dev = torch.device(get_device() if device is None else device)
+    dev = as_device(device)
     dt = dtype or (torch.float64 if dev.type == "cpu" else torch.float32)
-    Xt, yt = _as_tensors(X, y, dev, dt)
-    if int(yt.max()) >= c or int(yt.min()) < 0:
-        raise ValueError(f"y must hold labels in [0, {c - 1}], got "
-                         f"{int(yt.min())}..{int(yt.max())}")
+    Xt, yt = _as_tensors(X, y, dev, dt, c)
     p = Xt.shape[1]
 
     def grad(theta, idx=None):
@@ -506,11 +524,10 @@ def logistic_regression_loss(theta: object, X: object, y: object, lam: float,
     """Regularised empirical loss L_D(θ) + (λ/2)‖θ‖² per chain (θ: (chains, C·p) or (C·p,))."""
     import torch
 
-    t = torch.as_tensor(np.asarray(theta) if not torch.is_tensor(theta) else theta).double().cpu()
-    t = t.reshape(-1, t.shape[-1])
-    Xt, yt = _as_tensors(X, y, "cpu", torch.float64)
     c = check_int("num_classes", num_classes, low=2)
     lm = check_real("lam", lam, low=0.0, low_open=False)
+    Xt, yt = _as_tensors(X, y, "cpu", torch.float64, c)
+    t = _theta(theta, c * Xt.shape[1])
     logits = torch.einsum("np,bcp->bnc", Xt, t.reshape(t.shape[0], c, -1))
     ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), yt.expand(t.shape[0], -1),
                                            reduction="none").mean(1)
@@ -522,10 +539,9 @@ def logistic_regression_accuracy(theta: object, X: object, y: object,
     """Test accuracy per chain of the linear classifier argmax_c (Wx)_c."""
     import torch
 
-    t = torch.as_tensor(np.asarray(theta) if not torch.is_tensor(theta) else theta).double().cpu()
-    t = t.reshape(-1, t.shape[-1])
-    Xt, yt = _as_tensors(X, y, "cpu", torch.float64)
     c = check_int("num_classes", num_classes, low=2)
+    Xt, yt = _as_tensors(X, y, "cpu", torch.float64, c)
+    t = _theta(theta, c * Xt.shape[1])
     pred = torch.einsum("np,bcp->bnc", Xt, t.reshape(t.shape[0], c, -1)).argmax(-1)
     return (pred == yt).double().mean(1).numpy()
 
@@ -563,15 +579,21 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
     """
     import torch
 
-    from .device import get_device
-
+    if not callable(grad_fn):
+        raise ValueError(f"grad_fn must be callable, grad_fn(theta, idx) -> gradient, "
+                         f"got {grad_fn!r}")
     nn = check_int("n", n, low=1)
     m = check_int("batch_size", batch_size, low=1)
     if m > nn:
         raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {batch_size!r}")
     sg = check_real("sigma", sigma, low=0.0, low_open=False)
     s = check_int("seed", seed, low=0)
-    eta = np.asarray(step_sizes, dtype=float)
+    traj = check_bool("trajectory", trajectory)
+    eta = np.asarray(step_sizes)
+    if eta.dtype == bool or not np.issubdtype(eta.dtype, np.number):
+        raise ValueError(f"step_sizes must be a positive number or a sequence of positive "
+                         f"numbers, got {step_sizes!r}")
+    eta = eta.astype(float)
     if eta.ndim == 0:
         if K is None:
             raise ValueError("K must be given (an integer >= 0) when step_sizes is a constant")
@@ -589,7 +611,7 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
         raise ValueError(f"step_sizes must be in (0, 1/beta) = (0, {1.0 / beta:g}), "
                          f"got {etas.max()!r}")
     r = None if radius is None else check_positive("radius", radius)
-    dev = torch.device(get_device() if device is None else device)
+    dev = as_device(device)
     if dtype is None:
         dtype = torch.float64 if dev.type == "cpu" else torch.float32
     gen = torch.Generator(device=dev)
@@ -610,15 +632,17 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
         theta = torch.randn(shape, generator=gen, device=dev, dtype=dtype) * (
             sg * math.sqrt(2.0 / lm))
     else:
-        theta = torch.as_tensor(np.asarray(theta0, dtype=float) if not torch.is_tensor(theta0)
-                                else theta0).to(dev, dtype).clone()
+        t0 = theta0.detach().cpu().numpy() if torch.is_tensor(theta0) else np.asarray(theta0)
+        if t0.dtype == bool or not np.issubdtype(t0.dtype, np.number):
+            raise ValueError(f"theta0 must be a finite (chains, d) array, got {theta0!r}")
+        theta = torch.as_tensor(t0.astype(float)).to(dev, dtype).clone()
         if theta.ndim != 2 or not torch.isfinite(theta).all():
             raise ValueError(f"theta0 must be a finite (chains, d) array, got shape "
                              f"{tuple(theta.shape)}")
     theta = project(theta)
     chains = theta.shape[0]
     weights = torch.ones(chains, nn, device=dev) if 1 < m < nn else None
-    path = [theta.clone()] if trajectory else None
+    path = [theta.clone()] if traj else None
     for e in etas.tolist():
         if m == nn:
             idx = None
@@ -635,11 +659,11 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
             theta = theta + math.sqrt(2.0 * e) * sg * torch.randn(
                 theta.shape, generator=gen, device=dev, dtype=dtype)
         theta = project(theta)
-        if trajectory:
+        if traj:
             path.append(theta.clone())
     if not torch.isfinite(theta).all():
         raise ValueError("dp_sgld diverged (non-finite iterate): check step_sizes < 1/beta")
-    return torch.stack(path) if trajectory else theta
+    return torch.stack(path) if traj else theta
 
 
 # --- the experiment ------------------------------------------------------------------------------
@@ -681,6 +705,12 @@ def train_dp_sgld_logistic(X: object, y: object, *, num_classes: int, lam: float
     n = x.shape[0]
     m = check_int("batch_size", batch_size, low=1)
     ep = check_positive("epochs", epochs)
+    ch = check_int("chains", chains, low=1)
+    device = as_device(device)
+    if eval_data is not None and (not isinstance(eval_data, (tuple, list))
+                                  or len(eval_data) != 2):
+        raise ValueError(f"eval_data must be None or a pair (X_eval, y_eval), got "
+                         f"{type(eval_data).__name__}")
     consts = logistic_regression_constants(x, lam, num_classes=c, smoothness=smoothness,
                                            feature_bound=feature_bound)
     K = max(1, math.ceil(ep * n / m))
@@ -693,12 +723,15 @@ def train_dp_sgld_logistic(X: object, y: object, *, num_classes: int, lam: float
         eps = sgld_epsilon(delta, consts.lipschitz, sigma, consts.lam, n, etas)[0]
     grad = logistic_regression_grad(x, y, consts.lam, c, device=device)
     d = c * x.shape[1]
-    theta = dp_sgld(grad, None if sigma > 0 else np.zeros((chains, d)), n=n, batch_size=m,
+    theta = dp_sgld(grad, None if sigma > 0 else np.zeros((ch, d)), n=n, batch_size=m,
                     step_sizes=etas, sigma=sigma, seed=seed, radius=consts.radius,
-                    lam=consts.lam, shape=(chains, d), beta=None, device=device).cpu()
+                    lam=consts.lam, shape=(ch, d), beta=None, device=device).cpu()
     acc = None
     if eval_data is not None:
-        acc = logistic_regression_accuracy(theta, eval_data[0], eval_data[1], c)
+        try:
+            acc = logistic_regression_accuracy(theta, eval_data[0], eval_data[1], c)
+        except ValueError as exc:
+            raise ValueError(f"eval_data (X_eval, y_eval): {exc}") from exc
     return SGLDResult(theta, sigma, eps, delta, K, m, schedule, etas, consts, acc)
 
 

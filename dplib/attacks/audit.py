@@ -787,7 +787,7 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
     from torch.func import functional_call, grad, vmap
 
     from .._validate import check_int
-    from ..device import get_device
+    from ..device import as_device
     from ..samplers import poisson_batches
     from ..training import clip_per_example, make_logistic_regression
 
@@ -800,7 +800,7 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
     m = check_real("canary_scale", canary_scale, low=0.0)
     if not isinstance(with_canary, bool):
         raise ValueError(f"with_canary must be True or False, got {with_canary!r}")
-    dev = get_device() if device is None else get_device(str(device))
+    dev = as_device(device)
 
     Xz, yy, xc, yc = _canary_data(X, y, m)
     k = int(yy.max()) + 1

@@ -150,7 +150,7 @@ def invert_model(model, labels, input_shape: tuple[int, ...], *, steps: int = 50
     """
     import torch
 
-    from ..device import get_device
+    from ..device import as_device
     steps = check_int("steps", steps)
     lr = check_positive("lr", lr)
     patience = check_int("patience", patience)
@@ -160,7 +160,7 @@ def invert_model(model, labels, input_shape: tuple[int, ...], *, steps: int = 50
         lo, hi = (check_real("bounds", float(v)) for v in bounds)
         if not lo < hi:
             raise ValueError(f"bounds must be (low, high) with low < high, got {bounds!r}")
-    dev = torch.device(get_device() if device is None else device)
+    dev = as_device(device)
     lab = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=dev).reshape(-1)
     shape = tuple(check_int("input_shape", s) for s in input_shape)
     model = model.to(dev).eval()

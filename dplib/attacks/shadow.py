@@ -234,7 +234,7 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     Float noise: drawn with floating-point samplers, not hardened against the floating-point
     attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
-    from ..device import get_device
+    from ..device import as_device
     from ..samplers import poisson_batches
     from ..training.grads import clip_factors
     from ..training.trainer import check_run_settings
@@ -255,7 +255,7 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
         chunk_size = check_int("chunk_size", chunk_size)
     sigma, eps = _privacy_setup(q, T, noise_multiplier, target_epsilon, c, d, accountant)
     loss = _default_loss if loss_fn is None else loss_fn
-    dev = torch.device(get_device() if device is None else device)
+    dev = as_device(device)
 
     template = copy.deepcopy(models[0]).cpu()
     trainable = [k for k, p in template.named_parameters() if p.requires_grad]
@@ -436,7 +436,7 @@ def train_models_sequential(models: Sequence[nn.Module], X, y, masks, *,
     models passed in are copied, not modified. Used by the tests (the batched trainer must
     agree with it) and by ``benchmarks/mia.py`` (the speed-up).
     """
-    from ..device import get_device
+    from ..device import as_device
     from ..training import train
     models = _check_models(models)
     x_all, y_all = _as_xy(X, y)
@@ -445,7 +445,7 @@ def train_models_sequential(models: Sequence[nn.Module], X, y, masks, *,
     if len(seeds) != len(models):
         raise ValueError(f"seeds must have one entry per model ({len(models)}), got "
                          f"{len(seeds)}")
-    dev = torch.device(get_device() if device is None else device)
+    dev = as_device(device)
     trained, res = [], None
     for m, row, s in zip(models, mk, seeds):
         net = copy.deepcopy(m)

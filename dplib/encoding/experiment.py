@@ -242,8 +242,8 @@ def encoding_throughput(*, dims=(2442, 100_000), n_codes: int = 1000, batch: int
                         device=None, repeats: int = 5, seed: int = 0) -> list[dict]:
     """Encoded vectors per second (best of ``repeats``) for each model size d."""
     import torch
-    from ..device import get_device
-    dev = torch.device(get_device() if device is None else device)
+    from ..device import as_device
+    dev = as_device(device)
     out = []
     for d in dims:
         cb = build_codebook(n_codes, d, rng=seed)

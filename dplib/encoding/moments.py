@@ -412,10 +412,11 @@ def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
     :class:`MomentTable` covers the range has already been checked. Raises ``ValueError``."""
     from .noise import GaussianNoise, LaplaceNoise
     noise = _check_noise(noise)
-    if isinstance(noise, (GaussianNoise, LaplaceNoise)):
-        return
     kmax = check_int("k_max", k_max, low=2)
     um = check_positive("u_max", u_max)
+    tol = check_real("tol", tol, low=0.0, low_open=False)
+    if isinstance(noise, (GaussianNoise, LaplaceNoise)):
+        return
     key = noise.key
     done = _MONOTONE.get(key)
     if done is not None and done[0] >= kmax and done[1] >= um:

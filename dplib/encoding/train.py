@@ -133,7 +133,7 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     """
     import torch
     import torch.nn.functional as F
-    from ..device import get_device
+    from ..device import as_device
     from ..training import check_dp_compatible, evaluate, steps_for_epochs
 
     check_dp_compatible(model)
@@ -160,7 +160,7 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
                                                                            eval_every)
     loss = F.cross_entropy if loss_fn is None else loss_fn
-    dev = torch.device(get_device() if device is None else device)
+    dev = as_device(device)
     model.to(dev)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]

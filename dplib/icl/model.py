@@ -444,7 +444,7 @@ class HFCausalLM:
                  batch_size: int = 8, max_length: int = 1024, local_files_only: bool = False):
         import torch
 
-        from ..device import get_device
+        from ..device import as_device
 
         if model is None or tokenizer is None:
             if not transformers_available():
@@ -457,7 +457,7 @@ class HFCausalLM:
             model = AutoModelForCausalLM.from_pretrained(model_name,
                                                          local_files_only=local_files_only)
         self.torch = torch
-        self.device = get_device() if device is None else device
+        self.device = as_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.batch_size = check_int("batch_size", batch_size)

@@ -27,11 +27,12 @@ from .grads import (clip_factors, clip_per_example, clipped_grad_sum, per_exampl
                     per_example_losses)
 from .models import (check_dp_compatible, make_cnn, make_logistic_regression, make_mlp,
                      make_mnist_cnn)
-from .trainer import (TrainResult, evaluate, make_accountant, noisy_gradient, predict_logits,
-                      resolve_noise_multiplier, steps_for_epochs, train)
+from .trainer import (TrainResult, check_run_settings, evaluate, make_accountant, noisy_gradient,
+                      predict_logits, resolve_noise_multiplier, steps_for_epochs, train)
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "check_dp_compatible", "per_example_grads", "clip_per_example", "clip_factors",
            "clipped_grad_sum", "per_example_losses", "ghost_norms", "ghost_clipped_grad_sum",
            "GHOST_LAYERS", "train", "noisy_gradient", "TrainResult", "evaluate",
-           "predict_logits", "steps_for_epochs", "make_accountant", "resolve_noise_multiplier"]
+           "predict_logits", "steps_for_epochs", "make_accountant", "resolve_noise_multiplier",
+           "check_run_settings"]

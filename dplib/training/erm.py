@@ -25,18 +25,43 @@ __all__ = ["logistic_loss", "logistic_grad", "fit_logistic", "dpgd_sigma", "dpgd
            "synthetic_logistic"]
 
 
-def _check_xy(X: object, y: object) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] == 0:
+def _real_matrix(name: str, value: object, ndim: int) -> np.ndarray:
+    """A non-empty array of finite reals with ``ndim`` dimensions, as float64 (names ``name``)."""
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be an array of real numbers, got {value!r}")
+    if arr.ndim != ndim or arr.size == 0:
+        shape = "[n, d]" if ndim == 2 else "[d]"
+        raise ValueError(f"{name} must be a non-empty {shape} array, got shape {arr.shape}")
+    arr = arr.astype(float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite numbers, got nan or inf")
+    return arr
+
+
+def _check_xy(X: object, y: object, *, bounded: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    X = _real_matrix("X", X, 2)
+    y_arr = np.asarray(y)
+    if y_arr.dtype != bool and not np.issubdtype(y_arr.dtype, np.number):
+        raise ValueError(f"y must hold binary labels 0/1, got {y!r}")
+    y = y_arr.astype(float)
+    if y.shape != (X.shape[0],):
         raise ValueError(f"X must be [n, d] and y [n] with n >= 1, got {X.shape} and {y.shape}")
     if not np.all((y == 0) | (y == 1)):
         raise ValueError("y must hold binary labels 0/1")
-    norms = np.linalg.norm(X, axis=1)
-    if np.any(norms > 1 + 1e-9):
-        raise ValueError(f"every row of X must have norm <= 1 (so the loss is 1-Lipschitz), "
-                         f"got a row of norm {norms.max():.4g}")
+    if bounded:
+        norms = np.linalg.norm(X, axis=1)
+        if np.any(norms > 1 + 1e-9):
+            raise ValueError(f"every row of X must have norm <= 1 (so the loss is 1-Lipschitz), "
+                             f"got a row of norm {norms.max():.4g}")
     return X, y
+
+
+def _check_w(w: object, d: int, name: str = "w") -> np.ndarray:
+    w = _real_matrix(name, w, 1)
+    if w.shape != (d,):
+        raise ValueError(f"{name} must have one entry per column of X ({d}), got shape {w.shape}")
+    return w
 
 
 def synthetic_logistic(n: int, d: int, *, weight_norm: float = 4.0,
@@ -58,13 +83,22 @@ def synthetic_logistic(n: int, d: int, *, weight_norm: float = 4.0,
 
 
 def logistic_loss(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
-    """(1/n) Σ_i log(1 + exp(wᵀx_i)) − y_i wᵀx_i (computed stably with logaddexp)."""
+    """(1/n) Σ_i log(1 + exp(wᵀx_i)) − y_i wᵀx_i (computed stably with logaddexp).
+    X: finite [n, d] (any norm here), y: n binary labels, w: finite [d]."""
+    X, y = _check_xy(X, y, bounded=False)
+    w = _check_w(w, X.shape[1])
     z = X @ w
     return float(np.mean(np.logaddexp(0.0, z) - y * z))
 
 
 def logistic_grad(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Gradient of :func:`logistic_loss`: (1/n) Σ_i (sigmoid(wᵀx_i) − y_i) x_i."""
+    X, y = _check_xy(X, y, bounded=False)
+    return _logistic_grad(_check_w(w, X.shape[1]), X, y)
+
+
+def _logistic_grad(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """:func:`logistic_grad` on checked inputs (the inner loop of the solvers)."""
     z = X @ w
     p = 0.5 * (1.0 + np.tanh(0.5 * z))        # sigmoid without overflow
     return X.T @ (p - y) / X.shape[0]
@@ -83,12 +117,13 @@ def fit_logistic(X: object, y: object, *, lam: float = 0.0, radius: float = math
     X, y = _check_xy(X, y)
     lam = check_real("lam", lam, low=0.0, low_open=False)
     r = check_real("radius", radius, low=0.0, high=math.inf, high_open=False)
-    b = np.zeros(X.shape[1]) if linear_term is None else np.asarray(linear_term, float)
+    b = np.zeros(X.shape[1]) if linear_term is None else _check_w(linear_term, X.shape[1],
+                                                                  "linear_term")
     beta = np.linalg.norm(X, 2) ** 2 / (4 * X.shape[0]) + lam + 1e-12
     w = v = np.zeros(X.shape[1])
     t = 1.0
     for _ in range(check_int("steps", steps)):
-        g = logistic_grad(v, X, y) + lam * v + b
+        g = _logistic_grad(v, X, y) + lam * v + b
         w_new = _project(v - g / beta, r)
         t_new = (1 + math.sqrt(1 + 4 * t * t)) / 2
         v = w_new + (t - 1) / t_new * (w_new - w)
@@ -213,7 +248,7 @@ def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps:
         check_positive("lr_scale", lr_scale)
     w = np.zeros(d)
     for t in range(1, T + 1):        # a loop over steps; each step is vectorised over records
-        g = logistic_grad(w, X, y) + gen.normal(0.0, sigma, size=d)
+        g = _logistic_grad(w, X, y) + gen.normal(0.0, sigma, size=d)
         w = _project(w - c / math.sqrt(t) * g, r)
     return w
 
@@ -237,8 +272,9 @@ def output_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: f
     from ..mechanisms import gaussian_sigma
     X, y = _check_xy(X, y)
     lam = check_positive("lam", lam)
+    eps = check_positive("epsilon", epsilon)
     w = fit_logistic(X, y, lam=lam)
-    sigma = gaussian_sigma(epsilon, delta, 2.0 / (X.shape[0] * lam), method="analytic")
+    sigma = gaussian_sigma(eps, delta, 2.0 / (X.shape[0] * lam), method="analytic")
     return w + as_generator(rng).normal(0.0, sigma, size=w.shape)
 
 

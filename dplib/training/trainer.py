@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
+from ..device import as_device
 from ..accounting import (PLDAccountant, RDPAccountant, calibrate_noise, rdp_to_epsilon,
                           subsampled_gaussian_rdp)
 from ..accounting._base import check_delta
@@ -155,11 +156,6 @@ def _as_tensors(data: object, name: str) -> tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
-def _device(device):
-    from ..device import get_device
-    return torch.device(get_device() if device is None else device)
-
-
 def _as_tensor(name: str, value: object) -> torch.Tensor:
     """A torch tensor or a numeric array with a batch dimension, as a tensor (no copy of a tensor)."""
     if isinstance(value, torch.Tensor):
@@ -180,7 +176,7 @@ def _as_tensor(name: str, value: object) -> torch.Tensor:
 def predict_logits(model: nn.Module, X: object, *, device=None,
                    batch_size: int = 1024) -> torch.Tensor:
     """The model's outputs on X, in batches of ``batch_size`` (eval mode), returned on the CPU."""
-    dev = _device(device)
+    dev = as_device(device)
     bs = check_int("batch_size", batch_size)
     x = _as_tensor("X", X)
     if x.is_floating_point():
@@ -292,7 +288,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     if eval_data is not None:
         x_ev, y_ev = _as_tensors(eval_data, "eval_data")
 
-    dev = _device(device)
+    dev = as_device(device)
     model.to(dev)
     model.train()
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
