@@ -768,32 +768,29 @@ def calibrate_noise_replace_one(target_epsilon: float, delta: float, sample_rate
     ``neighboring="replace_one"``, solved by Brent's method in log σ; the result satisfies
     ε(σ) ≤ target (checked).
     """
-    from scipy.optimize import brentq
-
     from .accounting import PLDAccountant
+    from .accounting.calibrate import _safe_log_root
 
     eps_t = check_positive("target_epsilon", target_epsilon)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     T = check_int("num_steps", num_steps, low=1)
     check_probability("delta", delta, low_open=True, high_open=True)
 
-    def f(log_s: float) -> float:
+    def f(s: float) -> float:
         acc = PLDAccountant(neighboring="replace_one")
-        return acc.step(noise_multiplier=math.exp(log_s), sample_rate=q,
-                        num_steps=T).get_epsilon(delta) - eps_t
+        return acc.step(noise_multiplier=s, sample_rate=q, num_steps=T).get_epsilon(delta) - eps_t
 
-    lo, hi = math.log(0.3), math.log(3.0)
+    lo, hi = 0.3, 3.0
     while f(hi) > 0:
-        if hi > math.log(1e4):
+        if hi > 1e4:
             raise ValueError(f"target_epsilon={target_epsilon!r} needs a noise multiplier above "
                              "1e4 for these delta, sample_rate, num_steps")
-        lo, hi = hi, hi + math.log(4.0)
-    while f(lo) <= 0 and lo > math.log(1e-2):
-        lo, hi = lo - math.log(4.0), lo
-    s = math.exp(brentq(f, lo, hi, xtol=1e-6))
-    while f(math.log(s)) > 0:
-        s *= 1 + 1e-6
-    return s
+        lo, hi = hi, hi * 4.0
+    while f(lo) <= 0:
+        if lo <= 1e-2:
+            return lo
+        lo, hi = lo / 4.0, lo
+    return _safe_log_root(f, lo, hi, rtol=2.5e-6)
 
 
 METHODS = ("DP-SGLD constant", "DP-SGLD decreasing", "DP-GLD", "DP-SGD add/remove",

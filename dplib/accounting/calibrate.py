@@ -8,6 +8,7 @@ The σ returned always satisfies ε(σ) ≤ target_epsilon under the chosen acco
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from scipy.optimize import brentq
 
@@ -26,6 +27,25 @@ def _epsilon(sigma: float, delta: float, q: float, steps: int, accountant: str,
     acc = (RDPAccountant() if accountant == "rdp"
            else PLDAccountant(value_discretization_interval=interval))
     return acc.step(noise_multiplier=sigma, sample_rate=q, num_steps=steps).get_epsilon(delta)
+
+
+def _safe_log_root(excess: Callable[[float], float], lo: float, hi: float, *,
+                   rtol: float) -> float:
+    """The smallest s in [lo, hi] with excess(s) ≤ 0, to relative precision ``rtol``, returned on
+    the safe side: excess must be decreasing with excess(lo) > 0 ≥ excess(hi).
+
+    Brent's method in u = log s (bracketed, so it always converges), then a step to the safe side:
+    |u* − u| ≤ xtol, so s = e^{u + xtol} ≥ s* and excess(s) ≤ 0 — checked, and nudged if round-off
+    disagrees. Every noise calibration of dplib ends here, so none can return noise whose ε is
+    above its target by the solver's tolerance."""
+    xtol = math.log1p(rtol) / 2.5
+    ulo, uhi = math.log(lo), math.log(hi)
+    u = brentq(lambda v: excess(lo if v == ulo else hi if v == uhi else math.exp(v)),
+               ulo, uhi, xtol=xtol, rtol=1e-15)
+    s = math.exp(u + xtol)
+    while excess(s) > 0:    # pragma: no cover - only if excess is not monotone at round-off level
+        s *= math.exp(xtol)
+    return s
 
 
 def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num_steps: int,
@@ -81,13 +101,4 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num
         if lo <= _SIGMA_MIN:
             return lo   # even σ_min meets the target (e.g. a huge target ε)
         lo, hi = max(lo / 4.0, _SIGMA_MIN), lo
-    # Brent's method in u = log σ (bracketed, so it always converges), then step to the safe side:
-    # |u* − u| ≤ xtol, so σ = e^{u + xtol} ≥ σ* and ε(σ) ≤ target; checked, and nudged if needed.
-    xtol = math.log1p(tol) / 2.5
-    ulo, uhi = math.log(lo), math.log(hi)
-    u = brentq(lambda v: f(math.exp(v)) if v not in (ulo, uhi) else f(lo if v == ulo else hi),
-               ulo, uhi, xtol=xtol, rtol=1e-15)
-    sigma = math.exp(u + xtol)
-    while f(sigma) > 0:    # pragma: no cover - only if ε(σ) is not monotone at round-off level
-        sigma *= math.exp(xtol)
-    return sigma
+    return _safe_log_root(f, lo, hi, rtol=tol)

@@ -46,11 +46,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp
 
 from .._validate import check_choice, check_int, check_positive, check_probability
 from ..accounting import rdp_to_delta, rdp_to_epsilon
+from ..accounting.calibrate import _safe_log_root
 from .moments import (_check_noise, _check_orders_int, check_monotone, gaussian_log_moments,
                       laplace_log_moments, log_moments, moment_table)
 from .noise import GaussianNoise, LaplaceNoise, NoiseDistribution
@@ -272,19 +272,21 @@ def calibrate_noise_scale(noise: NoiseDistribution, target_epsilon: float, delta
                           orders: object = None, conversion: str = "improved",
                           method: str = "auto", bracket: tuple[float, float] = (0.05, 50.0),
                           rtol: float = 1e-4) -> NoiseDistribution:
-    """The noise of ``noise``'s family whose scale makes T steps of Algorithm 1 exactly
-    (target_epsilon, δ)-DP (bisection on log scale; ε decreases with the scale)."""
+    """The noise of ``noise``'s family with the smallest scale (to relative precision ``rtol``)
+    that makes T steps of Algorithm 1 (target_epsilon, δ)-DP: ε decreases with the scale, the
+    root is found in log scale and returned on the safe side, so ε ≤ target_epsilon holds."""
     noise = _check_noise(noise)
     eps = check_positive("target_epsilon", target_epsilon)
     codes = _as_codes(codebook)
 
-    def f(log_s):
-        return encoding_epsilon(codes, noise.with_scale(math.exp(log_s)), sample_rate,
-                                num_steps, delta, orders=orders, conversion=conversion,
-                                method=method) - eps
-    lo, hi = (math.log(check_positive("bracket[0]", bracket[0])),
-              math.log(check_positive("bracket[1]", bracket[1])))
-    if f(lo) < 0 or f(hi) > 0:
+    tol = check_probability("rtol", rtol, low_open=True, high_open=True)
+
+    def f(s):
+        return encoding_epsilon(codes, noise.with_scale(s), sample_rate, num_steps, delta,
+                                orders=orders, conversion=conversion, method=method) - eps
+    lo = check_positive("bracket[0]", bracket[0])
+    hi = check_positive("bracket[1]", bracket[1])
+    if f(lo) <= 0 or f(hi) > 0:
         raise ValueError(f"target_epsilon={eps:g} is not reached for scales in {bracket}; "
                          "widen bracket")
-    return noise.with_scale(math.exp(brentq(f, lo, hi, rtol=rtol)))
+    return noise.with_scale(_safe_log_root(f, lo, hi, rtol=tol))

@@ -39,17 +39,23 @@ METHODS = ("dpsgd", "alg1_gaussian", "alg1_gaussian_denoise", "alg1_student_t",
 
 def gaussian_sigma_for_epsilon(target_epsilon: float, delta: float, sample_rate: float,
                                num_steps: int) -> float:
-    """σ such that T steps of the Poisson-subsampled Gaussian are (ε, δ)-DP over integer orders
-    2…64 (:class:`dplib.accounting.RDPAccountant` with ``INTEGER_ORDERS``)."""
-    from scipy.optimize import brentq
+    """The smallest σ (relative precision 1e-8, on the safe side) such that T steps of the
+    Poisson-subsampled Gaussian are (ε, δ)-DP over integer orders 2…64
+    (:class:`dplib.accounting.RDPAccountant` with ``INTEGER_ORDERS``): DP-SGD's noise in the
+    comparison with Algorithm 1, accounted on the same orders."""
     from ..accounting import RDPAccountant
+    from ..accounting.calibrate import _safe_log_root
     eps = check_positive("target_epsilon", target_epsilon)
 
-    def f(log_s):
+    def f(s):
         acc = RDPAccountant(orders=INTEGER_ORDERS)
-        acc.step(noise_multiplier=math.exp(log_s), sample_rate=sample_rate, num_steps=num_steps)
+        acc.step(noise_multiplier=s, sample_rate=sample_rate, num_steps=num_steps)
         return acc.get_epsilon(delta) - eps
-    return math.exp(brentq(f, math.log(0.2), math.log(200.0), rtol=1e-8))
+    lo, hi = 0.2, 200.0
+    if f(lo) <= 0 or f(hi) > 0:
+        raise ValueError(f"target_epsilon={eps:g} is not reached for noise multipliers in "
+                         f"[{lo:g}, {hi:g}]")
+    return _safe_log_root(f, lo, hi, rtol=1e-8)
 
 
 def digits_problem(*, hidden: tuple = (32,), n_codes: int = 1000, batch_size: int = 64,
