@@ -50,7 +50,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, stack_module_state, vmap
 
-from .._validate import as_generator, check_choice, check_int, check_probability
+from .._validate import as_generator, check_choice, check_int, check_positive, check_probability
 
 __all__ = ["membership_masks", "BatchedModels", "train_models_batched",
            "train_models_sequential", "ShadowModelAttack"]
@@ -218,7 +218,8 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
                          weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
                          accountant: str = "rdp", loss_fn: Callable | None = None,
                          seeds: Sequence[int] | None = None, device=None,
-                         chunk_size: int | None = None) -> BatchedModels:
+                         chunk_size: int | None = None,
+                         expected_batch_size: float | None = None) -> BatchedModels:
     """Train ``len(models)`` models at once; model m trains on ``X[masks[m]]``.
 
     Same arguments and the same algorithm per model as :func:`dplib.training.train` (see the
@@ -271,7 +272,11 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     n_m = np.array([len(ix) for ix in members])
     batches = [poisson_batches(int(n), q, T, rng=np.random.default_rng(s))
                for n, s in zip(n_m, seeds)]
-    denom = torch.as_tensor(q * n_m, dtype=torch.float32, device=dev)
+    if expected_batch_size is None:        # q·n_m: each model's data-set size taken as public
+        denom = torch.as_tensor(q * n_m, dtype=torch.float32, device=dev)
+    else:
+        denom = torch.full((M,), check_positive("expected_batch_size", expected_batch_size),
+                           dtype=torch.float32, device=dev)
     private = sigma > 0
     std = sigma * c if private else 0.0
     gens = [torch.Generator(device="cpu").manual_seed(s) for s in seeds]

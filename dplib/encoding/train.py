@@ -122,11 +122,14 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
                   momentum: float = 0.0, eval_data=None, eval_every: int | None = None,
                   loss_fn: Callable | None = None, device=None, seed: int = 0,
                   orders: object = None, chunk_size: int | None = None,
-                  accountant_method: str = "auto") -> EncodedTrainResult:
+                  accountant_method: str = "auto",
+                  expected_batch_size: float | None = None) -> EncodedTrainResult:
     """Train ``model`` in place with Algorithm 1 (see the module docstring); SGD with optional
     momentum. Same conventions as :func:`dplib.training.train` (Poisson batches at rate q,
     ``epochs`` → round(epochs/q) steps, ``eval_every`` defaults to one epoch, loss = cross-entropy
     by default). ε is from :class:`~dplib.encoding.accounting.EncodingAccountant` over ``orders``.
+    ``expected_batch_size``: the public divisor, q·n by default, which treats n as public (see
+    :func:`dplib.training.train`).
 
     Float noise: the noise is drawn in floating point (:meth:`NoiseDistribution.sample`), not safe
     against the floating-point attack of Mironov 2012 — like :func:`dplib.training.train`.
@@ -169,6 +172,8 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     rdp_step = acc.per_step_rdp(noise, q)
     x_dev, y_dev = x.to(dev), y.to(dev)
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
+    denom = q * n if expected_batch_size is None else check_positive("expected_batch_size",
+                                                                      expected_batch_size)
     gen = torch.Generator(device="cpu")
     gen.manual_seed(seed)
     names = [k for k, p in model.named_parameters() if p.requires_grad]
@@ -177,7 +182,7 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
         ii = torch.from_numpy(idx).to(dev)
         grads, info = encoded_noisy_gradient(model, loss, x_dev[ii], y_dev[ii],
                                              codebook=codebook, noise=noise,
-                                             expected_batch_size=q * n, denoise=denoise,
+                                             expected_batch_size=denom, denoise=denoise,
                                              generator=gen, chunk_size=chunk_size)
         for k, p in zip(names, params):
             p.grad = grads[k]

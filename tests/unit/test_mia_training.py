@@ -40,6 +40,8 @@ CASES = {
     "non-private": dict(noise_multiplier=0.0, max_grad_norm=math.inf, lr=0.3, momentum=0.5,
                         weight_decay=1e-3),
     "target epsilon": dict(target_epsilon=4.0, max_grad_norm=1.0, lr=0.02, optimizer="adam"),
+    "public batch size": dict(noise_multiplier=1.0, max_grad_norm=1.0, lr=0.1,
+                              expected_batch_size=12.5),
 }
 
 

@@ -82,6 +82,28 @@ def test_noise_is_independent_across_steps_and_pure_with_zero_gradient():
     assert stats.chi2.sf(float(np.sum((z * 1.05) ** 2)), z.size) < 1e-3
 
 
+def test_a_public_expected_batch_size_hides_the_data_set_size():
+    """Neighbours under add/remove have n and n + 1 records. With zero gradients the update is
+    pure noise of std lr·σC/B: with the default B = q·n the two runs differ (the scale reveals n;
+    for d ≫ n² detectably), with a public B they are identical draw for draw."""
+    def zero_loss(logits, targets):
+        return (logits * 0.0).sum() / logits.shape[0]
+
+    def update(n, **kw):
+        model = make_mlp(12, 3, (64,), seed=0)
+        start = _flat(model).clone()
+        train(model, (X[:n], Y[:n]), sample_rate=0.2, lr=0.5, steps=2, noise_multiplier=1.3,
+              max_grad_norm=2.0, loss_fn=zero_loss, device="cpu", seed=5, **kw)
+        return _flat(model) - start
+    public = [update(n, expected_batch_size=30.0) for n in (150, 151)]
+    assert torch.equal(public[0], public[1])
+    default = [update(n) for n in (150, 151)]
+    ratio = float(default[0].norm() / default[1].norm())
+    assert ratio == pytest.approx(151 / 150, rel=1e-6)
+    assert float(public[0].norm() / default[0].norm()) == pytest.approx(0.2 * 150 / 30,
+                                                                          rel=1e-6)
+
+
 @pytest.mark.parametrize("kind,cls", [("rdp", RDPAccountant), ("pld", PLDAccountant)])
 def test_attached_accountant_matches_dplib_accounting(kind, cls):
     model = make_mlp(12, 3, (8,), seed=0)
