@@ -59,7 +59,8 @@ def attack_table(x, y, eps, args) -> dict:
         lb = population_epsilon_lower_bound(scores[name], member, delta=pop.delta, rng=0)
         rows[name] = dict(auc=r["auc"], tpr_0_1=r["tpr@0.001"], tpr_1=r["tpr@0.01"],
                           eps_lb=lb.epsilon_lower)
-    return dict(epsilon=pop.epsilon, sigma=pop.noise_multiplier,
+    return dict(epsilon=pop.epsilon, epsilon_replace_one=pop.epsilon_replace_one,
+                sigma=pop.noise_multiplier,
                 train_acc=float(pop.train_accuracy.mean()),
                 test_acc=float(pop.test_accuracy.mean()), models=args.targets + args.shadows,
                 train_seconds=train_s, attack_seconds=attack_s, attacks=rows,
@@ -131,7 +132,9 @@ def main() -> None:
         tag = "non-private" if eps is None else f"eps={eps:g}"
         res = attack_table(x, y, eps, args)
         out["settings"][tag] = res
-        print(f"\n## {tag}: accountant eps = {res['epsilon']:.3g} (sigma = {res['sigma']:.3g}), "
+        print(f"\n## {tag}: accountant eps = {res['epsilon']:.3g} (add/remove; replace-one, "
+              f"the relation of the fixed halves: {res['epsilon_replace_one']:.3g}; "
+              f"sigma = {res['sigma']:.3g}), "
               f"train acc {res['train_acc']:.3f}, held-out acc {res['test_acc']:.3f}; "
               f"{res['models']} models trained in {res['train_seconds']:.1f} s, attacks "
               f"{res['attack_seconds']:.1f} s, {res['pairs']} (target, example) pairs")

@@ -1,17 +1,23 @@
 """Batch samplers for training, each matching one privacy analysis.
 
-=======================  ========================  ==========================================
-sampler                  batch size                analysis it matches
-=======================  ========================  ==========================================
-:func:`poisson_batches`  Binomial(n, q), may be 0  Poisson subsampling, add/remove adjacency
-                                                   (the default of both dplib accountants)
-:func:`fixed_size_batches` exactly m               sampling without replacement, replace-one
-                                                   (``RDPAccountant(sampling=
-                                                   "without_replacement", neighboring=
-                                                   "replace_one")``, q = m/n)
-:func:`shuffled_epochs`  m (last one may be less)  none of the above: a shuffled pass is not
-                                                   a sequence of independent subsamples
-=======================  ========================  ==========================================
+==========================  ========================  ==========================================
+sampler                     batch size                analysis it matches
+==========================  ========================  ==========================================
+:func:`poisson_batches`     Binomial(n, q), may be 0  Poisson subsampling, add/remove adjacency
+                                                      (the default of both dplib accountants)
+:func:`fixed_size_batches`  exactly m                 sampling without replacement, replace-one
+                                                      (``RDPAccountant(sampling=
+                                                      "without_replacement", neighboring=
+                                                      "replace_one")``, q = m/n, σ = noise
+                                                      std / 2C: see below)
+:func:`shuffled_epochs`     m (last one may be less)  none of the above: a shuffled pass is not
+                                                      a sequence of independent subsamples
+==========================  ========================  ==========================================
+
+Units for :func:`fixed_size_batches`: that RDP accountant takes σ = noise std / ℓ2 sensitivity of
+the released sum under replace-one (2C for a clipped sum with clipping norm C), i.e.
+``noise_multiplier`` = s/(2C) for noise std s — not s/C, which is the unit of
+``PLDAccountant(neighboring="replace_one")`` (σ = noise std / C, the 2C sensitivity built in).
 
 All samplers take an explicit ``rng`` (numpy ``Generator`` or seed) and return index arrays into
 ``range(n)``. None of them loops over examples in Python.

@@ -25,7 +25,10 @@ dp-accounting's ``NeighboringRelation.REPLACE_ONE`` pair for the Poisson-subsamp
 * replace: P = (1−q)·N(0, σ²) + q·N(1, σ²), Q = (1−q)·N(0, σ²) + q·N(−1, σ²)
 
 (the replaced record moves the sum by up to 2: from +1 to −1 along one axis). It is symmetric
-under x ↦ −x, so one direction covers both.
+under x ↦ −x, so one direction covers both. Units: σ = noise std / C in both relations — the
+replace-one sensitivity 2C is built into the pair — whereas
+``RDPAccountant(sampling="without_replacement", neighboring="replace_one")`` takes σ = noise std /
+(replace-one sensitivity) = std/(2C) (:mod:`dplib.accounting.subsampling`).
 
 Pessimism (every number is an upper bound up to floating-point round-off):
 
@@ -369,7 +372,8 @@ class PLDAccountant(Accountant):
     adjacency instead (the pair of dp-accounting's ``NeighboringRelation.REPLACE_ONE``; see the
     module docstring). It is the relation to use when n is treated as public; it is *not* a
     dominating pair proven here for fixed-size sampling without replacement — for that use
-    ``RDPAccountant(sampling="without_replacement", neighboring="replace_one")``.
+    ``RDPAccountant(sampling="without_replacement", neighboring="replace_one")``, whose
+    ``noise_multiplier`` is std/(2C), half of this accountant's std/C for the same noise.
     """
 
     def __init__(self, value_discretization_interval: float = 1e-3, *,

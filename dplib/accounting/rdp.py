@@ -266,6 +266,11 @@ class RDPAccountant(Accountant):
         ``sample_rate`` = m/n, by Wang, Balle & Kasiviswanathan 2019, Thm 27
         (:func:`dplib.accounting.subsampling.wor_gaussian_rdp`; dp-accounting's
         ``SampledWithoutReplacementDpEvent``). Other combinations raise ``ValueError``.
+        Units under ("without_replacement", "replace_one"): σ = noise std / ℓ2 sensitivity of the
+        released sum under replace-one (2C for a clipped sum with clipping norm C), i.e.
+        ``noise_multiplier`` = s/(2C) for noise std s. ``PLDAccountant(neighboring="replace_one")``
+        uses a different unit, σ = noise std / C (the 2C sensitivity is built in), so the same run
+        is s/(2C) here and s/C there.
     """
 
     def __init__(self, orders: object = None, conversion: str = "improved", *,

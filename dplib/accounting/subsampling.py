@@ -23,6 +23,20 @@ per-order analyses are:
   ``SampledWithoutReplacementDpEvent``;
 * Poisson, replace-one: ``PLDAccountant(neighboring="replace_one")`` (the pair of dp-accounting's
   ``NeighboringRelation.REPLACE_ONE``).
+
+**Units of** ``noise_multiplier`` **under replace-one differ between these two accountants.** For
+a clipped sum (clipping norm C) with Gaussian noise of standard deviation s:
+
+* :func:`wor_gaussian_rdp` / ``RDPAccountant(sampling="without_replacement",
+  neighboring="replace_one")``: σ = noise std / ℓ2 sensitivity of the released sum under
+  replace-one (2C for a clipped sum), i.e. σ = s/(2C). The base mechanism is N(0, σ²) vs
+  N(1, σ²), ε(α) = α/(2σ²) (WBK 2019, Thm 27).
+* ``PLDAccountant(neighboring="replace_one")``: σ = noise std / C (the 2C sensitivity is built
+  in: its pair is N(+1, σ²) vs N(−1, σ²)), i.e. σ = s/C.
+
+So the same DP-SGD run is passed as ``noise_multiplier=s/(2C)`` to the first and ``s/C`` to the
+second. At q = 1 both then describe one Gaussian with μ = 2C√T/s (the tests check this against the
+exact Gaussian-DP curve); passing s/C to the RDP one would report roughly half the true ε.
 """
 from __future__ import annotations
 
@@ -167,8 +181,13 @@ def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float
     Wang, Balle & Kasiviswanathan 2019, Thm 27 (the Gaussian-specific strengthening of their
     Thm 9) for integer α; for fractional α the log-moment (α − 1)r(α) is interpolated linearly
     between ⌊α⌋ and ⌈α⌉, an upper bound because it is convex in α (WBK 2019, Cor. 10). γ = 1 is
-    the plain Gaussian α/(2σ²) (Mironov 2017, Prop. 7). σ is the noise standard deviation divided
-    by the ℓ2 sensitivity of the summed contribution of one record (the clipping norm).
+    the plain Gaussian α/(2σ²) (Mironov 2017, Prop. 7).
+
+    Units: σ = ``noise_multiplier`` = noise std / ℓ2 sensitivity of the released sum under
+    replace-one (2C for a clipped sum with clipping norm C), i.e. σ = s/(2C) for noise std s — the
+    base mechanism is N(0, σ²) vs N(1, σ²). This is *not* the unit of
+    ``PLDAccountant(neighboring="replace_one")``, whose σ = noise std / C (the 2C sensitivity is
+    built in); see the module docstring.
     """
     alpha = check_orders(orders)
     sigma = check_positive("noise_multiplier", noise_multiplier)

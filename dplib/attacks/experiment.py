@@ -19,11 +19,20 @@ lives here once.
   2021), turned into an ε lower bound with Clopper–Pearson confidence by
   :func:`dplib.attacks.audit.audit_from_samples`.
 
+Adjacency. A target trains on exactly half the pool, so for an example x "in" versus "out" is
+x against another record in its place: replace-one, not add/remove. The accountant of the
+recipe (``Population.epsilon``) is the add/remove ε of :func:`dplib.training.train`; the DP
+inequality TPR ≤ e^ε·FPR + δ of a (target, example) pair holds with the replace-one ε of the same
+run, ``Population.epsilon_replace_one`` (:class:`dplib.accounting.PLDAccountant` with
+``neighboring="replace_one"``; add/remove ε only gives (2ε, (1 + e^ε)δ) by group privacy).
+The canary audit is add/remove (D and D ∪ {canary}) and checks ``epsilon`` itself; its runs
+divide by the public expected batch size q·|D| on both sides.
+
 A caveat on pooling. The (target, example) pairs of :func:`run_attacks` share a handful of
 target models, so they are not independent trials: a Clopper–Pearson bound computed from them
 (``population_epsilon_lower_bound``) has only nominal confidence. Each pair still satisfies the
-DP inequality TPR ≤ e^ε·FPR + δ in expectation, so the pooled rates are fair estimates; only the
-width of the interval is optimistic. The canary audit has no such caveat.
+DP inequality in expectation, so the pooled rates are fair estimates; only the width of the
+interval is optimistic. The canary audit has no such caveat.
 """
 from __future__ import annotations
 
@@ -80,8 +89,9 @@ ATTACKS = ("loss", "shadow", "lira_offline", "lira_offline_fixed", "lira_online"
 @dataclass
 class Population:
     """Targets and shadows trained on one pool: ``logits`` [T + S, N, C] (targets first),
-    ``masks`` [T + S, N], ``n_targets``; the privacy parameters of the run; per-model train and
-    held-out accuracy."""
+    ``masks`` [T + S, N], ``n_targets``; the privacy parameters of the run (``epsilon`` under
+    add/remove, ``epsilon_replace_one`` for the replace-one relation of a target's fixed-size
+    half; ∞ without privacy); per-model train and held-out accuracy."""
     logits: torch.Tensor
     labels: np.ndarray
     masks: np.ndarray
@@ -91,6 +101,7 @@ class Population:
     delta: float
     train_accuracy: np.ndarray
     test_accuracy: np.ndarray
+    epsilon_replace_one: float = math.inf
 
     @property
     def n_shadows(self) -> int:
@@ -131,7 +142,19 @@ def train_population(X, y, *, model_fn: Callable[[int], torch.nn.Module], n_targ
     return Population(logits=logits, labels=yy.numpy(), masks=masks, n_targets=t,
                       epsilon=bm.epsilon, noise_multiplier=bm.noise_multiplier, delta=bm.delta,
                       train_accuracy=np.array([c[m].mean() for c, m in zip(correct, masks)]),
-                      test_accuracy=np.array([c[~m].mean() for c, m in zip(correct, masks)]))
+                      test_accuracy=np.array([c[~m].mean() for c, m in zip(correct, masks)]),
+                      epsilon_replace_one=_replace_one_epsilon(bm))
+
+
+def _replace_one_epsilon(bm) -> float:
+    """ε of the same run under replace-one adjacency (PLD; σ = noise std / C, the 2C
+    sensitivity of a replaced record is built into the accountant)."""
+    from ..accounting import PLDAccountant
+    if not bm.noise_multiplier > 0:
+        return math.inf
+    acc = PLDAccountant(neighboring="replace_one")
+    return acc.step(noise_multiplier=bm.noise_multiplier, sample_rate=bm.sample_rate,
+                    num_steps=bm.steps).get_epsilon(bm.delta)
 
 
 def run_attacks(pop: Population, attacks=ATTACKS, *, shadow_classifier: str = "logistic",
@@ -229,6 +252,8 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
         kw.update(noise_multiplier=0.0, max_grad_norm=math.inf)
     else:
         kw.update(target_epsilon=check_positive("epsilon", epsilon))
+    q = check_probability("sample_rate", kw.get("sample_rate"), low_open=True)
+    kw.setdefault("expected_batch_size", q * n)   # public: the same divisor with and without
     bm = train_models_batched(models, pool_x, pool_y, masks,
                               seeds=[10_000 * seed + m for m in range(2 * r)], device=device,
                               **kw)

@@ -95,6 +95,12 @@ def dp_icl_classify(model, template: PromptTemplate, pool_texts: Sequence[str],
       :func:`per_query_epsilon` (pure DP, optimal composition).
 
     ε = ``math.inf`` is the non-private ensemble (plain majority vote).
+
+    Adjacency: add/remove of one exemplar (Poisson sampling). The default rate q = M·shots/n is
+    computed from the pool size n, which the accounting treats as public: the
+    Poisson-subsampled Gaussian analysis assumes a rate fixed in advance, and under add/remove n
+    itself changes by one. If n is private, pass a ``sample_rate`` fixed independently of the
+    data (as :mod:`dplib.icl.fewshot` says for its per-label rates).
     """
     eps = _check_eps(epsilon)
     d = check_probability("delta", delta, low_open=True, high_open=True)
@@ -135,6 +141,8 @@ def accuracy_table(model, dataset: TextDataset, *, epsilons: Sequence[float] = (
     ε, the noiseless ensemble (ε = ∞, "Agg") and one ``shots``-shot prompt (ε = ∞), as
     mean and standard deviation over ``num_runs`` runs (fresh subsets, noise and prompt per run).
     Queries: the first ``num_queries`` test texts (all by default), accounted as Q queries.
+    The DP-ICL columns use :func:`dp_icl_classify`'s default rate q = M·shots/n from the pool
+    size n, treated as public (add/remove adjacency of one exemplar; see there).
     """
     runs = check_int("num_runs", num_runs)
     tpl = template_for(dataset)
@@ -180,13 +188,36 @@ def format_table(tables: dict[str, dict[str, dict]]) -> str:
 # ---------------------------------------------------------------------------------------------
 # Membership inference against a 1-shot prompt
 # ---------------------------------------------------------------------------------------------
+def _mia_private_sets(n: int, m: int, t: int,
+                      gen: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """The private sets of :func:`mia_one_shot`'s ``t`` trials over a pool of ``n`` exemplars.
+
+    Returns (target, member, slot, sets): per trial a target index, a fair coin, a slot in
+    [0, m) and ``sets`` (t, m), m *distinct* exemplars none of which is the target; in member
+    trials the slot's exemplar is then replaced by the target (replace-one adjacency: the
+    non-member set keeps its slot's non-target exemplar). So a member set holds the target
+    exactly once, at ``slot``, and a non-member set never holds it.
+    """
+    target = gen.integers(0, n, t)
+    member = gen.random(t) < 0.5
+    slot = gen.integers(0, m, t)
+    # m distinct draws per trial from the n − 1 non-targets (the first m of a random order),
+    # then shifted past the target's index
+    draw = np.argsort(gen.random((t, n - 1)), axis=1)[:, :m]
+    sets = draw + (draw >= target[:, None])
+    sets[member, slot[member]] = target[member]
+    return target, member, slot, sets
+
+
 def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 2.0, 4.0, 8.0),
                  *, num_trials: int = 2000, num_subsets: int = 10, delta: float = 1e-5,
                  num_queries: int = 100, rng) -> dict[float, dict]:
     """AUC of a membership-inference attack on the exemplars of 1-shot prompts, per ε.
 
-    Each trial draws a target exemplar z* = (x*, y*) and a coin: *member* trials put z* in the
-    private set, *non-member* trials put a different random exemplar in its place (replace-one).
+    Each trial draws a target exemplar z* = (x*, y*), a coin and a private set of
+    ``num_subsets`` distinct exemplars other than z*: *member* trials put z* in one random slot
+    of it, *non-member* trials leave that slot's (non-target) exemplar in place (replace-one), so
+    z* never appears in a non-member set.
     The attacker queries x* and scores the answer:
 
     * ε = ∞ — the private set is one 1-shot prompt (no DP); the attacker sees the model's
@@ -205,13 +236,9 @@ def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 
     gen = as_generator(rng)
     tpl = template_for(dataset)
     n = len(dataset.pool_texts)
-    target = gen.integers(0, n, t)
-    member = gen.random(t) < 0.5
-    # the other exemplars of the private set, and the replacement of a non-member target
-    others = gen.integers(0, n, (t, m))
-    slot = gen.integers(0, m, t)
-    repl = (target + 1 + gen.integers(0, n - 1, t)) % n          # ≠ target
-    others[np.arange(t), slot] = np.where(member, target, repl)
+    if m >= n:
+        raise ValueError(f"num_subsets must be < the pool size {n}, got {num_subsets!r}")
+    target, member, slot, others = _mia_private_sets(n, m, t, gen)
     x_star = [dataset.pool_texts[i] for i in target]
     y_star = dataset.pool_labels[target]
     out: dict[float, dict] = {}
@@ -284,6 +311,21 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
     ε = ``math.inf`` runs the same method without noise. Scores: :func:`unigram_f1` against
     "the p is a and b" with a, b the two commonest adjectives of p's majority sentiment
     (:func:`dplib.icl.data.product_reference`), the prefix's words not counted.
+
+    Adjacency: add/remove of one review (exemplar). The rate q = M·shots/n_p is computed from the
+    per-product pool sizes n_p, which the accounting treats as public: the Poisson-subsampled
+    Gaussian analysis assumes a rate fixed in advance, and under add/remove n_p itself changes by
+    one. If the sizes are private, fix the rate independently of the data instead (as
+    :mod:`dplib.icl.fewshot` says for its per-label rates). The KSA methods are accounted
+    without amplification by subsampling (pure ε₀ per query), so their guarantee does not
+    depend on q.
+
+    Returns a dict with ``texts``, ``references``, ``f1`` (per product), ``mean_f1``,
+    ``sample_rate`` (q) and ``noise``, the calibrated noise parameter every release used:
+    the Gaussian noise std s for ``"per_token"`` (Δ = √2, Q·``max_tokens`` releases at rate q)
+    and ``"esa"`` (Δ = 2/M, Q releases at rate q); the per-query ε₀ for ``"ksa_em"`` (pure,
+    composed over Q queries) and ``"ksa_ptr"`` (with δ₀ = δ/2Q per query); 0 or ∞ (resp.) at
+    ε = ∞. Q = ``len(products)``.
     """
     check_choice("method", method, ("per_token", "esa", "ksa_em", "ksa_ptr"))
     eps = _check_eps(epsilon)

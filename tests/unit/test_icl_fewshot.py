@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from dplib.accounting import optimal_composition_epsilon
 from dplib.icl import (PromptBatch, accuracy_table, gaussian_epsilon_spent, mia_one_shot,
                        partition_exemplars, private_next_tokens, summarise_products,
                        synthetic_demonstrations, synthetic_demos_prompts, template_for, unigram_f1,
@@ -83,6 +84,22 @@ def test_mia_auc_is_high_without_dp_and_bounded_with_dp(model, sentiment):
     assert res[1.0]["bound"] < res[8.0]["bound"]
 
 
+def test_mia_non_member_sets_never_hold_the_target(model, sentiment):
+    from dplib.icl.experiments import _mia_private_sets
+    n, m, t = 12, 6, 3000          # small pool: (m − 1)/n would put the target in ~40% of sets
+    target, member, slot, sets = _mia_private_sets(n, m, t, np.random.default_rng(11))
+    assert 0.45 < member.mean() < 0.55
+    hits = (sets == target[:, None]).sum(axis=1)
+    assert np.all(hits[~member] == 0)                        # non-member: never
+    assert np.all(hits[member] == 1)                         # member: exactly once, at the slot
+    assert np.all(sets[member, slot[member]] == target[member])
+    srt = np.sort(sets, axis=1)
+    assert np.all(np.diff(srt, axis=1) > 0) and sets.min() >= 0 and sets.max() < n  # distinct
+    assert set(sets[~member].ravel().tolist()) == set(range(n))   # every non-target can appear
+    with pytest.raises(ValueError, match="num_subsets must be <"):
+        mia_one_shot(model, sentiment.subset(5, 5), num_subsets=5, num_trials=4, rng=0)
+
+
 def test_unigram_f1_values():
     assert unigram_f1("the lamp is bright and sleek", "the lamp is sleek and dim") == 2 / 3
     assert unigram_f1("the lamp is bright", "the lamp is dim", ignore="the lamp is") == 0.0
@@ -100,6 +117,57 @@ def test_summaries_without_noise_beat_the_noisiest(model, sentiment):
     assert all(t.startswith(f"the {p} is") for t, p in zip(esa_inf["texts"], prods))
     with pytest.raises(ValueError, match="method must be one of"):
         summarise_products(model, sentiment, method="beam", epsilon=1.0, rng=0)
+
+
+def test_summaries_noise_is_calibrated_at_finite_epsilon(model, sentiment, monkeypatch):
+    """At ε = 2 every method's noise, as reported and as passed to its mechanism, spends ε."""
+    import dplib.icl.experiments as ex
+    from dplib.icl.data import tokenize
+    prods, m, k, t_max, eps, delta = ("battery", "screen"), 10, 2, 2, 2.0, 1e-5
+    # the rate, recomputed from the product pools (sizes treated as public)
+    n_p = [sum(p in set(tokenize(x)) for x in sentiment.pool_texts) for p in prods]
+    q = min(1.0, max(m * k / n for n in n_p))
+    used = []
+
+    def spy(name, pos):
+        real = getattr(ex, name)
+
+        def wrapper(*args, **kw):
+            used.append(args[pos])
+            return real(*args, **kw)
+        monkeypatch.setattr(ex, name, wrapper)
+
+    spy("private_next_tokens", 5)
+    spy("esa", 2)
+    spy("joint_exponential_topk", 2)
+    spy("ptr_topk", 2)
+    Q = len(prods)
+    spent = {
+        # one Gaussian release per token, Δ = √2, Q·T releases
+        "per_token": lambda s: gaussian_epsilon_spent(s, delta, Q * t_max, q, math.sqrt(2)),
+        # one Gaussian release of the mean embedding per query, Δ = 2/M
+        "esa": lambda s: gaussian_epsilon_spent(s, delta, Q, q, 2.0 / m),
+        # Q pure ε₀-DP selections, optimal composition
+        "ksa_em": lambda e0: optimal_composition_epsilon(e0, 0.0, Q, delta),
+        # Q (ε₀, δ/2Q)-DP propose-test-release steps
+        "ksa_ptr": lambda e0: optimal_composition_epsilon(e0, delta / (2 * Q), Q, delta),
+    }
+    for method, eps_of in spent.items():
+        used.clear()
+        res = summarise_products(model, sentiment, method=method, epsilon=eps, delta=delta,
+                                 products=prods, num_subsets=m, shots=k, max_tokens=t_max,
+                                 num_candidates=10, rng=12)
+        assert res["sample_rate"] == pytest.approx(q, rel=1e-12)
+        noise = res["noise"]
+        assert used and all(u == noise for u in used), method   # the reported noise is used
+        assert 0 < noise < math.inf
+        e = eps_of(noise)
+        assert e <= eps + 1e-9, (method, e)                       # within budget ...
+        # ... and not wastefully so: the Gaussian calibration is a numerical search (its ε is
+        # 1.99985 here), the ε₀ of the pure methods a root to ~1e-10 (basic composition, ε/Q,
+        # would spend 1.99998 at Q = 2 and fail the second tolerance)
+        rel = 1e-3 if method in ("per_token", "esa") else 1e-6
+        assert e == pytest.approx(eps, rel=rel), (method, e)
 
 
 def test_derailment_curves(model, sentiment):

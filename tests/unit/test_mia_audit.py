@@ -95,6 +95,15 @@ def test_population_and_attacks_end_to_end():
     dp = train_population(x, y, model_fn=lambda s: make_mlp(64, 10, (16,), seed=s),
                           n_targets=1, n_shadows=4, epsilon=2.0, max_grad_norm=1.0, **kw)
     assert 1.99 < dp.epsilon <= 2.0 and dp.noise_multiplier > 0
+    # fixed halves: in/out is replace-one; its ε is the PLD replace-one ε of the same run
+    # (σ, q, T), between the add/remove ε and the group-privacy value 2ε
+    from dplib.accounting import PLDAccountant
+    steps = round(15 / 0.2)
+    want = PLDAccountant(neighboring="replace_one").step(
+        noise_multiplier=dp.noise_multiplier, sample_rate=0.2, num_steps=steps).get_epsilon(1e-5)
+    assert dp.epsilon_replace_one == pytest.approx(want, rel=1e-12)
+    assert dp.epsilon < dp.epsilon_replace_one < 2 * dp.epsilon
+    assert math.isinf(pop.epsilon_replace_one)
 
 
 def test_canary_audit_separates_non_private_and_respects_dp():

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import integrate, optimize
 from scipy.stats import norm
 
 from dplib.accounting import PLDAccountant, RDPAccountant, subsampled_gaussian_pld
@@ -31,12 +32,44 @@ def test_epsilon_matches_dp_accounting_and_is_above_lower_bound(q, sigma, T, pub
     assert eps < rdp
 
 
+def _exact_replace_delta(e, sigma, q):
+    """Hockey-stick δ(ε) = ∫ (P − e^ε Q)_+ of the replace-one pair documented in pld.py,
+    P = (1−q)N(0,σ²) + qN(1,σ²), Q = (1−q)N(0,σ²) + qN(−1,σ²), computed independently of the
+    discretisation code: for q = 1 in closed form (a Gaussian pair with μ = 2/σ, Balle & Wang 2018,
+    Thm 8), otherwise by numerical integration (scipy.integrate.quad), split at the point where
+    P = e^ε Q (found by brentq on log P − log Q, not by pld.py's threshold formula)."""
+    if q == 1.0:
+        mu = 2.0 / sigma
+        return norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2)
+    c = 1.0 / (sigma * math.sqrt(2 * math.pi))
+
+    def dens(x, m):
+        return c * ((1 - q) * math.exp(-x * x / (2 * sigma**2))
+                    + q * math.exp(-(x - m) ** 2 / (2 * sigma**2)))
+
+    def log_ratio(x):   # log P(x) − log Q(x), in log space so the tails do not underflow
+        a = math.log1p(-q) - x * x / (2 * sigma**2)
+        return (np.logaddexp(a, math.log(q) - (x - 1) ** 2 / (2 * sigma**2))
+                - np.logaddexp(a, math.log(q) - (x + 1) ** 2 / (2 * sigma**2)))
+
+    ee = math.exp(e)
+    lo, hi = -1 - 40 * sigma, 1 + 40 * sigma
+    cuts = [optimize.brentq(lambda x: log_ratio(x) - e, lo, hi, xtol=1e-14)] \
+        if log_ratio(lo) < e < log_ratio(hi) else []
+    edges = [-math.inf] + cuts + [math.inf]
+    return sum(integrate.quad(lambda x: max(dens(x, 1.0) - ee * dens(x, -1.0), 0.0), a, b,
+                              epsabs=1e-15, epsrel=1e-11, limit=200)[0]
+               for a, b in zip(edges[:-1], edges[1:]))
+
+
 def _exact_step_delta(eps, sigma, q, direction):
     """Hockey-stick δ(ε) of one step, in closed form (independent of the discretisation code)."""
     eps = np.asarray(eps, dtype=float)
     out = np.empty_like(eps)
     for k, e in enumerate(eps):
-        if direction == "remove":   # P = mixture, Q = N(0,σ²); L > e ⇔ x > t
+        if direction == "replace":
+            out[k] = _exact_replace_delta(float(e), sigma, q)
+        elif direction == "remove":   # P = mixture, Q = N(0,σ²); L > e ⇔ x > t
             if q < 1 and e <= math.log1p(-q):
                 out[k] = 1 - math.exp(e)
                 continue
@@ -53,7 +86,7 @@ def _exact_step_delta(eps, sigma, q, direction):
     return out
 
 
-@pytest.mark.parametrize("direction", ["remove", "add"])
+@pytest.mark.parametrize("direction", ["remove", "add", "replace"])
 @pytest.mark.parametrize("sigma,q", [(1.0, 0.01), (0.5, 0.1), (2.0, 1.0)])
 def test_single_step_is_exact_on_grid_and_pessimistic_between(direction, sigma, q):
     h = 1e-2
@@ -66,8 +99,10 @@ def test_single_step_is_exact_on_grid_and_pessimistic_between(direction, sigma, 
     got = np.array([pld.get_delta(e) for e in grid])
     exact = _exact_step_delta(grid, sigma, q, direction)
     inside = (grid > pld.losses[0] + h) & (grid < pld.losses[-1] - h)
+    assert inside.sum() >= 50
     np.testing.assert_allclose(got[inside], exact[inside], rtol=1e-7, atol=1e-13)
-    mid = grid + h / 2
+    assert np.all(got >= exact - 1e-13)                  # an upper bound on the grid ...
+    mid = grid + h / 2                                   # ... and between grid points
     assert np.all(np.array([pld.get_delta(e) for e in mid]) >= _exact_step_delta(mid, sigma, q, direction) - 1e-13)
 
 

@@ -14,7 +14,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
 from scipy.stats import norm
 
 from dplib.accounting import (DEFAULT_ORDERS, PLDAccountant, RDPAccountant, amplified_delta,
-                              amplified_epsilon, amplified_epsilon_bound, amplify,
+                              amplified_epsilon, amplified_epsilon_bound, amplify, gdp_epsilon,
                               subsampled_gaussian_rdp, wor_gaussian_rdp)
 
 NR = dpa.NeighboringRelation
@@ -118,6 +118,29 @@ def test_pld_replace_one_full_batch_is_gaussian_with_sensitivity_two():
         exact = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
         assert acc.get_delta(eps) == pytest.approx(exact, rel=1e-3)
         assert acc.get_delta(eps) >= exact * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("steps", [1, 10])
+@pytest.mark.parametrize("sigma", [1.0, 2.0, 4.0])
+def test_replace_one_accountants_use_different_noise_multiplier_units(sigma, steps):
+    """Pins the units (see the subsampling module docstring). For noise std s and clipping norm
+    C, the RDP without-replacement accountant takes σ = s/(2C) (std / replace-one sensitivity of
+    the sum) and PLD replace-one takes σ = s/C (sensitivity 2C built in). At q = 1 both describe
+    one Gaussian with μ = 2√T/σ_PLD, whose exact ε is gdp_epsilon(μ, δ). So RDP-WOR(σ/2) must be an
+    upper bound close to it (RDP → (ε, δ) conversion slack only) and PLD-replace-one(σ) ≈ exact;
+    if either convention drifts by the factor 2, one of these fails."""
+    delta = 1e-5
+    exact = gdp_epsilon(2 * math.sqrt(steps) / sigma, delta)
+    rdp_wor = RDPAccountant(sampling="without_replacement", neighboring="replace_one").step(
+        noise_multiplier=sigma / 2, sample_rate=1.0, num_steps=steps).get_epsilon(delta)
+    pld_rep = PLDAccountant(neighboring="replace_one").step(
+        noise_multiplier=sigma, sample_rate=1.0, num_steps=steps).get_epsilon(delta)
+    assert exact * (1 - 1e-9) <= rdp_wor <= 1.25 * exact
+    assert exact * (1 - 1e-9) <= pld_rep <= 1.01 * exact
+    # The same σ passed to both would make RDP-WOR far *below* the exact ε (an under-report).
+    rdp_same = RDPAccountant(sampling="without_replacement", neighboring="replace_one").step(
+        noise_multiplier=sigma, sample_rate=1.0, num_steps=steps).get_epsilon(delta)
+    assert rdp_same < 0.6 * exact
 
 
 @pytest.mark.parametrize("call, match", [
