@@ -301,16 +301,25 @@ def objective_perturbation_logistic(X: object, y: object, *, lam: float, epsilon
     eps = check_positive("epsilon", epsilon)
     gen = as_generator(rng)
     n, d = X.shape
-    c = 0.25
-    eps_p = eps - math.log(1 + 2 * c / (n * lam) + c * c / (n * n * lam * lam))
-    extra = 0.0
-    if eps_p <= 0:
-        extra = c / (n * (math.exp(eps / 4) - 1)) - lam
-        eps_p = eps / 2
+    lam_total, eps_p = _objective_perturbation_parameters(n, lam, eps)
     direction = gen.normal(size=d)
     direction /= np.linalg.norm(direction)
     b = gen.gamma(shape=d, scale=2.0 / eps_p) * direction
-    return fit_logistic(X, y, lam=lam + extra, linear_term=b / n)
+    return fit_logistic(X, y, lam=lam_total, linear_term=b / n)
+
+
+def _objective_perturbation_parameters(n: int, lam: float, epsilon: float, *,
+                                       c: float = 0.25) -> tuple[float, float]:
+    """(λ + Δ, ε') of CMS 2011, Algorithm 2, for n records, regulariser λ, budget ε and a loss
+    whose second derivative is at most c (c = 1/4 for the logistic loss):
+    ε' = ε − ln(1 + 2c/(nλ) + c²/(n²λ²)); if ε' ≤ 0, Δ = c/(n(e^{ε/4} − 1)) − λ and ε' = ε/2
+    (then 1 + c/(n(λ + Δ)) = e^{ε/4}), else Δ = 0. ``c`` is a parameter only so that tests can
+    show what a wrong constant does; the mechanism always uses c = 1/4."""
+    eps_p = epsilon - math.log(1 + 2 * c / (n * lam) + c * c / (n * n * lam * lam))
+    if eps_p > 0:
+        return lam, eps_p
+    delta_reg = c / (n * (math.exp(epsilon / 4) - 1)) - lam
+    return lam + delta_reg, epsilon / 2
 
 
 def perturbed_median(x: object, b: object) -> np.ndarray:

@@ -13,8 +13,9 @@ from sklearn.linear_model import LogisticRegression
 
 from dplib.accounting import PLDAccountant, advanced_composition
 from dplib.mechanisms import gaussian_sigma
-from dplib.training.erm import (balanced_lambda, dp_gd_logistic, dpgd_bound, dpgd_sigma,
-                                dpgd_steps, fit_logistic, logistic_grad, logistic_loss,
+from dplib.training.erm import (_objective_perturbation_parameters, balanced_lambda,
+                                dp_gd_logistic, dpgd_bound, dpgd_sigma, dpgd_steps,
+                                fit_logistic, logistic_grad, logistic_loss,
                                 objective_perturbation_logistic, output_perturbation_logistic,
                                 perturbed_median, synthetic_logistic)
 
@@ -179,6 +180,114 @@ def test_objective_perturbation_adds_regularisation_when_needed():
     assert stats.kstest(norms, stats.gamma(d, scale=4 / eps).cdf).pvalue > 1e-3
     assert stats.kstest(norms, stats.gamma(d, scale=2 / eps).cdf).pvalue < 1e-3   # ε' = ε
 
+
+# --- objective perturbation: the privacy guarantee from first principles in d = 1 -------------
+
+# w grid: fine in the middle, geometric tails (the release has full support on the real line)
+_W_GRID = np.concatenate([np.linspace(-40.0, 40.0, 8001), np.geomspace(40.0, 1e4, 200),
+                          -np.geomspace(40.0, 1e4, 200)])
+_RECORDS = [(xv, yv) for xv in (-1.0, -0.5, 0.0, 0.5, 1.0) for yv in (0.0, 1.0)]
+
+
+def _release_log_density(x, y, lam_total, eps_p, w=_W_GRID):
+    """log density at w of argmin (1/n)Σℓ(w; x_i, y_i) + (λ_total/2)w² + bw/n with b drawn from
+    p_b(b) = (ε'/4)e^{−ε'|b|/2} (d = 1). The first-order condition gives b = b_D(w) = −n(L'_D(w) + λ_total w), strictly
+    increasing with db/dw = n(L''_D(w) + λ_total), so p_D(w) = p_b(b_D(w))·b_D'(w)."""
+    n = len(x)
+    z = w[:, None] * x[None, :]
+    s = 0.5 * (1.0 + np.tanh(0.5 * z))                          # σ(wx)
+    grad = ((s - y[None, :]) * x[None, :]).sum(axis=1)          # n·L'_D(w)
+    curv = (s * (1.0 - s) * x[None, :] ** 2).sum(axis=1)        # n·L''_D(w), each term ≤ 1/4
+    b = -(grad + n * lam_total * w)
+    return math.log(eps_p / 4) - eps_p * np.abs(b) / 2 + np.log(curv + n * lam_total)
+
+
+def _max_privacy_loss(n, lam_total, eps_p):
+    """max over w, over both directions and over replace-one neighbours of
+    |log p_D(w) − log p_D'(w)|: the other n − 1 records are all x = 0 (no curvature, the worst
+    case for the Jacobian), all x = 1 or all x = −1 (labels 0 or 1), and the replaced record runs
+    over every pair of {−1, −½, 0, ½, 1} × {0, 1} (x = 1, y = 1 → x = −1, y = 1, label flips …)."""
+    worst = -np.inf
+    for xr in (0.0, 1.0, -1.0):
+        for yr in (0.0, 1.0):
+            rest_x, rest_y = np.full(n - 1, xr), np.full(n - 1, yr)
+            dens = [_release_log_density(np.r_[rest_x, xv], np.r_[rest_y, yv], lam_total, eps_p)
+                    for xv, yv in _RECORDS]
+            for i in range(len(dens)):
+                for j in range(i):
+                    worst = max(worst, np.abs(dens[i] - dens[j]).max())
+    return worst
+
+
+# (n, λ, ε): three in the ε' > 0 branch, three in the Δ branch (ε' ≤ 0: λ is raised)
+_OBJPERT_CONFIGS = [(5, 1.0, 0.5), (5, 1.0, 2.0), (3, 0.1, 2.0),
+                    (3, 1e-4, 0.5), (5, 0.01, 1.0), (3, 1.0, 0.1)]
+
+
+def test_objective_perturbation_is_eps_dp_by_change_of_variables():
+    """Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2 / Theorem 9, checked without their proof.
+
+    In d = 1 the released w is a smooth bijective image of the noise b, so its density is known
+    exactly (:func:`_release_log_density`), and ε-DP (replace-one, n public) is the statement
+    sup_w |log p_D(w) − log p_D'(w)| ≤ ε for every pair of neighbours. We evaluate that on a grid
+    of w for worst-case neighbours, in both branches of the algorithm, with the parameters
+    (λ + Δ, ε') that the mechanism uses (:func:`_objective_perturbation_parameters`).
+
+    The bound has slack in d = 1 (the found maximum is 0.30–0.50·ε: the logistic gradients of
+    two records differ by about 1, not the Lipschitz bound 2, and the Jacobian ratio is at most
+    1 + c/(nλ), not CMS's (1 + c/(nλ))²), so a wrong constant c = 1/8 would still be private
+    (ln(1 + 2u) ≤ 2 ln(1 + u)); it is caught by the noise-law test below instead. What the check
+    does catch: dropping the correction altogether (ε' = ε, λ as given) or, in the Δ branch,
+    forgetting to raise λ — both exceed ε by far for small nλ.
+    """
+    branches = set()
+    for n, lam, eps in _OBJPERT_CONFIGS:
+        lam_total, eps_p = _objective_perturbation_parameters(n, lam, eps)
+        branches.add(lam_total > lam)
+        assert 0 < eps_p <= eps and lam_total >= lam
+        assert _max_privacy_loss(n, lam_total, eps_p) <= eps + 1e-9
+    assert branches == {False, True}                    # both branches were exercised
+    # power: the same check rejects the mechanism without the CMS correction ...
+    n, lam, eps = 3, 1e-4, 0.5
+    assert _max_privacy_loss(n, lam, eps) > 5 * eps             # ε' = ε, λ unchanged
+    # ... and the Δ branch with ε' = ε/2 but without the extra regularisation Δ
+    lam_total, eps_p = _objective_perturbation_parameters(n, lam, eps)
+    assert lam_total > lam and _max_privacy_loss(n, lam, eps_p) > 5 * eps
+
+
+@pytest.mark.parametrize("n,lam,eps,samples", [(5, 0.1, 1.0, 300), (4, 1e-3, 0.5, 150)])
+def test_objective_perturbation_noise_law_in_one_dimension(n, lam, eps, samples):
+    """The real mechanism in d = 1 releases argmin (1/n)Σℓ + (λ_total/2)w² + bw/n with
+    |b| ~ Exponential(scale 2/ε') (CMS 2011, Alg. 2: density ∝ e^{−ε'|b|/2}), for the
+    (λ_total, ε') of :func:`_objective_perturbation_parameters`: b is recovered from the
+    first-order condition b = −n(L'(w) + λ_total w). First case: ε' > 0 branch; second: Δ branch
+    (fewer samples: the wrong laws are far off, and each release runs 1000 solver steps)."""
+    x = np.linspace(-1.0, 1.0, n).reshape(-1, 1)
+    y = (np.arange(n) % 2).astype(float)
+    lam_total, eps_p = _objective_perturbation_parameters(n, lam, eps)
+    delta_branch = n * lam < 0.01
+    assert (lam_total > lam) == delta_branch
+    # the solver has converged: the objective is (L''+λ_total)/λ_total ≤ 1 + 1/(4λ_total)
+    # conditioned, and 1000 FISTA steps (the default) agree with 300 to rounding
+    assert 1 + 0.25 / lam_total < 5
+    for bb in (-30.0, 3.0, 40.0):
+        np.testing.assert_allclose(fit_logistic(x, y, lam=lam_total, linear_term=[bb / n]),
+                                   fit_logistic(x, y, lam=lam_total, linear_term=[bb / n],
+                                                steps=300), rtol=0, atol=1e-12)
+    ws = np.array([objective_perturbation_logistic(x, y, lam=lam, epsilon=eps, rng=s)[0]
+                   for s in range(samples)])
+    grad = np.array([logistic_grad([w], x, y)[0] for w in ws])
+
+    def recovered(lam_t):
+        return np.abs(n * (grad + lam_t * ws))
+
+    assert stats.kstest(recovered(lam_total), stats.expon(scale=2 / eps_p).cdf).pvalue > 1e-3
+    # power: ε' = ε (no log correction / no halving) is rejected ...
+    assert stats.kstest(recovered(lam_total), stats.expon(scale=2 / eps).cdf).pvalue < 1e-3
+    # ... and so is c = 1/8 (a wrong ε' in the ε' > 0 branch, a wrong λ + Δ in the Δ branch)
+    lam_8, eps_8 = _objective_perturbation_parameters(n, lam, eps, c=1 / 8)
+    assert (lam_8, eps_8) != (lam_total, eps_p)
+    assert stats.kstest(recovered(lam_8), stats.expon(scale=2 / eps_8).cdf).pvalue < 1e-3
 
 def test_perturbed_median_equals_brute_force():
     rng = np.random.default_rng(3)
