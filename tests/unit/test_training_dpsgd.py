@@ -19,7 +19,7 @@ from torch import nn
 
 from dplib.accounting import PLDAccountant, RDPAccountant, calibrate_noise
 from dplib.samplers import poisson_batches
-from dplib.training import clipped_grad_sum, make_cnn, make_mlp, train
+from dplib.training import clipped_grad_sum, make_cnn, make_mlp, noisy_gradient, train
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -80,6 +80,36 @@ def test_noise_is_independent_across_steps_and_pure_with_zero_gradient():
     s = float(np.sum(z ** 2))
     assert 2 * min(stats.chi2.cdf(s, z.size), stats.chi2.sf(s, z.size)) > 1e-3
     assert stats.chi2.sf(float(np.sum((z * 1.05) ** 2)), z.size) < 1e-3
+
+
+@pytest.mark.parametrize("ghost", [False, True])
+def test_clipped_scaled_gradient_equals_opacus(ghost):
+    """Independent implementation: Opacus's DPOptimizer (σ = 0, mean loss) clips every
+    per-example gradient to C and divides the sum by the expected batch size; so must we, for an
+    MLP and a GroupNorm CNN. (Opacus clips by C/(‖g‖ + 1e-6): agreement to 1e-5 relative.)"""
+    import warnings
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+    gen = torch.Generator().manual_seed(4)
+    cases = [(make_mlp(12, 3, (32,), seed=0), (20, 12)),
+             (make_cnn(1, 3, 8, groups=2, width=4, seed=1), (20, 1, 8, 8))]
+    for model, shape in cases:
+        x = torch.randn(*shape, generator=gen)
+        y = torch.randint(0, 3, (20,), generator=gen)
+        ours, _, _ = noisy_gradient(model, F.cross_entropy, x, y, max_grad_norm=0.5,
+                                    noise_multiplier=0.0, expected_batch_size=7.5, ghost=ghost)
+        ref = copy.deepcopy(model)
+        gsm = GradSampleModule(ref, loss_reduction="mean")
+        opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=1.0), noise_multiplier=0.0,
+                          max_grad_norm=0.5, expected_batch_size=7.5, loss_reduction="mean")
+        opt.zero_grad()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")       # Opacus's backward-hook notice
+            F.cross_entropy(gsm(x), y).backward()
+        opt.pre_step()
+        for k, p in ref.named_parameters():
+            torch.testing.assert_close(ours[k], p.grad, rtol=1e-5,
+                                       atol=1e-5 * float(p.grad.abs().max()))
 
 
 def test_a_public_expected_batch_size_hides_the_data_set_size():
