@@ -234,7 +234,10 @@ def small_shift_constant(noise: NoiseDistribution, orders: object) -> np.ndarray
     I_k = E[(1 + Δ)^k] = 1 + C(k, 2)τ²F + o(τ²). For a dense code vector with many tiny
     coordinates the product in Lemma 4 is therefore ≈ exp(k(k − 1)F‖ψ‖²/2): *any* such noise acts
     like a Gaussian of variance 1/F, and since F ≥ 1/Var with equality only for the Gaussian
-    (Cramér–Rao), no other noise family can beat the Gaussian at equal variance in this regime.
+    (the Cramér–Rao bound for a location family: Rao 1945, Cramér 1946; equality case by the
+    Cauchy–Schwarz step of its proof), no other noise family can beat the Gaussian at equal
+    variance in this regime. The expansion is derived above (second-order Taylor expansion of
+    (1 + Δ)^k); the tests check the limit numerically for Laplace and Student-t.
     """
     noise = _check_noise(noise)
     k = _check_orders_int(orders, low=0)
