@@ -85,7 +85,7 @@ def speed(x, y, eps, args) -> dict:
     m = args.time_models
     masks = membership_masks(m, x.shape[0], rng=3, design="balanced")
     models = [model_fn(s) for s in range(m)]
-    kw = dict(RECIPE)
+    kw = dict(RECIPE, seeds=list(range(m)))      # the same seeds for both trainers
     if eps is None:
         kw.update(noise_multiplier=0.0, max_grad_norm=math.inf)
     else:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
+import secrets
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._validate import check_int
 
-__all__ = ["quick_mode", "get_device", "as_device", "seed_everything", "setup", "Setup"]
+__all__ = ["quick_mode", "get_device", "as_device", "seed_everything", "setup", "Setup",
+           "release_seed"]
 
 
 def quick_mode() -> bool:
@@ -63,6 +65,21 @@ def as_device(device: object = None, name: str = "device"):
         raise ValueError(f"{name} must be None, a torch.device, or 'cuda', 'cuda:N', 'mps' or "
                          f"'cpu', got {device!r}")
     return torch.device(device) if torch is not None else device
+
+
+def release_seed(seed: object = None, name: str = "seed") -> int:
+    """The seed a private release draws its randomness from.
+
+    ``None`` (the default of every dplib function that releases a private output): 63 fresh bits
+    of OS entropy (``secrets.randbits``), so the noise is unknown to anyone who knows the public
+    inputs — a fixed default seed would make every noise draw a known function of them, and two
+    runs on neighbouring data sets would differ by exactly the target's noise-free contribution.
+    An integer ≥ 0 is returned as it is: a fixed seed makes a run reproducible, which is right for
+    experiments and teaching, never for a release. Functions record the seed used in their result.
+    """
+    if seed is None:
+        return secrets.randbits(63)
+    return check_int(name, seed, low=0)
 
 
 def seed_everything(seed: int) -> np.random.Generator:

@@ -105,6 +105,18 @@ def _check_masks(masks, n_models: int, n_examples: int) -> np.ndarray:
     return arr
 
 
+def _model_seeds(seeds: Sequence[int] | None, M: int) -> list[int]:
+    """Each model's seed: fresh OS entropy per model by default (``None``; trained models are
+    private releases like :func:`dplib.training.train`'s), or the given integers ≥ 0 — fixed
+    seeds are for experiments, never for a release."""
+    from ..device import release_seed
+    if seeds is None:
+        return [release_seed(None) for _ in range(M)]
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__len__"):
+        raise ValueError(f"seeds must be None or a sequence of integers >= 0, got {seeds!r}")
+    return [release_seed(s, "seeds") for s in seeds]
+
+
 # ---------------------------------------------------------------------------------------------
 # a stack of trained models
 # ---------------------------------------------------------------------------------------------
@@ -223,8 +235,8 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     """Train ``len(models)`` models at once; model m trains on ``X[masks[m]]``.
 
     Same arguments and the same algorithm per model as :func:`dplib.training.train` (see the
-    module docstring); ``seeds[m]`` (default ``m``) plays the role of train's ``seed``. The
-    modules in ``models`` give the initial parameters and are not modified. ``chunk_size``
+    module docstring); ``seeds[m]`` plays the role of train's ``seed`` (default: fresh OS
+    entropy per model, recorded in the result; fixed seeds are for experiments). The modules in ``models`` give the initial parameters and are not modified. ``chunk_size``
     limits how many models are in one vmapped call (memory); ``device`` defaults to
     :func:`dplib.device.get_device` (the GPU when there is one).
 
@@ -249,7 +261,7 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
         sample_rate=sample_rate, lr=lr, max_grad_norm=max_grad_norm, delta=delta,
         optimizer=optimizer, accountant=accountant, momentum=momentum,
         weight_decay=weight_decay, epochs=epochs, steps=steps)
-    seeds = list(range(M)) if seeds is None else [check_int("seeds", s, low=0) for s in seeds]
+    seeds = _model_seeds(seeds, M)
     if len(seeds) != M:
         raise ValueError(f"seeds must have one entry per model ({M}), got {len(seeds)}")
     if chunk_size is not None:
@@ -286,9 +298,12 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
 
     def clipped_sum(p, b, xb, yb, wb):        # one model: Σ_i w_i min(1, C/‖g_i‖) g_i
         g = vmap(grad(one_loss), in_dims=(None, None, 0, 0))(p, b, xb, yb)
-        sq = sum(v.reshape(v.shape[0], -1).pow(2).sum(1) for v in g.values())
+        # squares in float64: no overflow (1e30) or underflow (1e-25) of a float32 gradient;
+        # a non-finite example gets f = 0 and is zeroed (no data-dependent branch under vmap)
+        sq = sum(v.reshape(v.shape[0], -1).double().pow(2).sum(1) for v in g.values())
         f = clip_factors(sq.sqrt(), c) * wb
-        return {k: torch.tensordot(f, v, dims=1) for k, v in g.items()}
+        return {k: torch.tensordot(f.to(v.dtype), _zero_dead(v, f), dims=1)
+                for k, v in g.items()}
 
     def plain_sum(p, b, xb, yb, wb):           # one model: ∇ Σ_i w_i ℓ_i (C = ∞)
         def total(pp):
@@ -385,21 +400,28 @@ def _linear_stack_step(layers, params, xb, yb, wb, c, loss, chunk_size):
         per_ex = vmap(lambda o, t: loss(o.unsqueeze(0), t.unsqueeze(0)))(flat,
                                                                          yb[sl].reshape(-1))
         dz = torch.autograd.grad(per_ex.sum(), [a[3] for a in acts])
-        if math.isfinite(c):
-            sq = sum(g.pow(2).sum(-1) * (a.pow(2).sum(-1) + (1.0 if has_b else 0.0))
+        if math.isfinite(c):       # float64 squares: no overflow or underflow (see train)
+            sq = sum(g.double().pow(2).sum(-1) * (a.double().pow(2).sum(-1)
+                                                  + (1.0 if has_b else 0.0))
                      for (_, has_b, a, _), g in zip(acts, dz))
             from ..training.grads import clip_factors
             f = clip_factors(sq.sqrt(), c) * wb[sl]
         else:
-            f = wb[sl]
+            f = wb[sl].double() * torch.isfinite(sum(g.double().pow(2).sum(-1) for g in dz))
         out = {}
         for (name, has_b, a, _), g in zip(acts, dz):
-            gf = g * f[..., None]
-            out[f"{name}.weight"] = torch.matmul(gf.transpose(1, 2), a)
+            gf = _zero_dead(g, f) * f.to(g.dtype)[..., None]
+            out[f"{name}.weight"] = torch.matmul(gf.transpose(1, 2), _zero_dead(a, f))
             if has_b:
                 out[f"{name}.bias"] = gf.sum(1)
         parts.append(out)
     return {k: torch.cat([o[k] for o in parts]) for k in parts[0]}
+
+
+def _zero_dead(t: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """t with the examples of weight f = 0 set to 0 (their inf/NaN must not reach a sum)."""
+    dead = (f == 0).view(*f.shape, *([1] * (t.dim() - f.dim())))
+    return torch.where(dead, torch.zeros((), dtype=t.dtype, device=t.device), t)
 
 
 @torch.no_grad()
@@ -446,7 +468,7 @@ def train_models_sequential(models: Sequence[nn.Module], X, y, masks, *,
     models = _check_models(models)
     x_all, y_all = _as_xy(X, y)
     mk = _check_masks(masks, len(models), x_all.shape[0])
-    seeds = list(range(len(models))) if seeds is None else list(seeds)
+    seeds = _model_seeds(seeds, len(models))
     if len(seeds) != len(models):
         raise ValueError(f"seeds must have one entry per model ({len(models)}), got "
                          f"{len(seeds)}")

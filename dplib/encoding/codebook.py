@@ -186,7 +186,10 @@ def encode(grads, codebook: Codebook, *, return_index: bool = False):
         raise ValueError("grads must be finite (got inf or nan)")
     psi, psi_norm = codebook.on(g.device, g.dtype)
     mag_sorted, order = torch.sort(g.abs(), dim=1)           # ascending, as ψ's rows
-    sim = (mag_sorted @ psi.T) / psi_norm                     # ∝ cosine (‖∇‖ is common per row)
+    # ∝ cosine (‖∇‖ is common per row); each row is scaled by its largest magnitude first (the
+    # cosine does not change) so a huge gradient (1e30) cannot overflow the product to inf
+    top = mag_sorted[:, -1:]
+    sim = ((mag_sorted / torch.where(top > 0, top, torch.ones_like(top))) @ psi.T) / psi_norm
     best = sim.argmax(dim=1)
     thr = torch.empty_like(g).scatter_(1, order, psi[best])   # ψ[rank(i)] at coordinate i
     out = torch.maximum(torch.minimum(g, thr), -thr)

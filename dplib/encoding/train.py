@@ -16,7 +16,13 @@ One step (what :func:`encoded_noisy_gradient` computes, then the optimiser appli
 
 Privacy of T steps: :class:`~dplib.encoding.accounting.EncodingAccountant` (Theorem 1).
 Randomness: batches from a NumPy generator, noise from a CPU ``torch.Generator``, both seeded by
-``seed`` — the same seed gives DP-SGD and Algorithm 1 the same batches.
+``seed`` — the same seed gives DP-SGD and Algorithm 1 the same batches. ``seed=None`` (the
+default) draws 63 fresh bits of OS entropy (:func:`dplib.device.release_seed`), recorded in the
+result; a fixed seed is for experiments, never for a release.
+
+Hostile records: ``train_data`` must be finite, and an example whose gradient is still not finite
+(an overflow inside the model) is replaced by the zero gradient, which the code book encodes as
+zero — so it adds nothing, instead of an error or a NaN raised exactly when it is sampled.
 """
 from __future__ import annotations
 
@@ -70,7 +76,7 @@ def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook
     Float noise: Z is drawn in floating point, not safe against Mironov's 2012 attack.
     """
     import torch
-    from ..training import per_example_grads
+    from ..training import forward_must_not_mutate, per_example_grads
     noise = _check_noise(noise)
     denom = check_positive("expected_batch_size", expected_batch_size)
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
@@ -85,8 +91,10 @@ def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook
     step = b if chunk_size is None else check_int("chunk_size", chunk_size)
     changed = 0
     for s in range(0, b, max(step, 1)):           # chunks of examples, not single examples
-        g = flat_grads(per_example_grads(model, loss_fn, x[s:s + step], y[s:s + step]))
-        e = encode(g.detach(), codebook)
+        with forward_must_not_mutate(model):
+            g = flat_grads(per_example_grads(model, loss_fn, x[s:s + step], y[s:s + step]))
+        g = torch.where(torch.isfinite(g).all(1, keepdim=True), g.detach(), torch.zeros_like(g))
+        e = encode(g, codebook)
         changed += int((e != g).sum())
         total += e.sum(0)
     gdev = generator.device if generator is not None else dev
@@ -114,13 +122,14 @@ class EncodedTrainResult:
     accountant: Any = None
     ks_factors: np.ndarray | None = None
     clamped_fraction: float = float("nan")
+    seed: int | None = None
 
 
 def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribution,
                   sample_rate: float, lr: float, epochs: float | None = None,
                   steps: int | None = None, denoise: bool = True, delta: float = 1e-5,
                   momentum: float = 0.0, eval_data=None, eval_every: int | None = None,
-                  loss_fn: Callable | None = None, device=None, seed: int = 0,
+                  loss_fn: Callable | None = None, device=None, seed: int | None = None,
                   orders: object = None, chunk_size: int | None = None,
                   accountant_method: str = "auto",
                   expected_batch_size: float | None = None) -> EncodedTrainResult:
@@ -129,14 +138,15 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     ``epochs`` → round(epochs/q) steps, ``eval_every`` defaults to one epoch, loss = cross-entropy
     by default). ε is from :class:`~dplib.encoding.accounting.EncodingAccountant` over ``orders``.
     ``expected_batch_size``: the public divisor, q·n by default, which treats n as public (see
-    :func:`dplib.training.train`).
+    :func:`dplib.training.train`). ``seed``: None (default) for fresh OS entropy, recorded in the
+    result; an integer for a reproducible experiment, never for a release.
 
     Float noise: the noise is drawn in floating point (:meth:`NoiseDistribution.sample`), not safe
     against the floating-point attack of Mironov 2012 — like :func:`dplib.training.train`.
     """
     import torch
     import torch.nn.functional as F
-    from ..device import as_device
+    from ..device import as_device, release_seed
     from ..training import check_dp_compatible, evaluate, steps_for_epochs
 
     check_dp_compatible(model)
@@ -146,19 +156,16 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     q = check_probability("sample_rate", sample_rate, low_open=True)
     lr = check_positive("lr", lr)
     mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
-    seed = check_int("seed", seed, low=0)
+    seed = release_seed(seed)
     if not isinstance(denoise, bool):
         raise ValueError(f"denoise must be True or False, got {denoise!r}")
     if (epochs is None) == (steps is None):
         raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
                          f"steps={steps!r}")
-    x, y = train_data
-    x = torch.as_tensor(x).float()
-    y = torch.as_tensor(y).long()
+    from ..training.trainer import _as_tensors
+    x, y = _as_tensors(train_data, "train_data", finite=True)
+    y = y.long()
     n = int(x.shape[0])
-    if n == 0 or y.shape[0] != n:
-        raise ValueError(f"train_data must be (X, y) with the same positive length, got "
-                         f"{n} and {y.shape[0]}")
     T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
                                                                            eval_every)
@@ -204,7 +211,8 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     return EncodedTrainResult(model=model, noise=noise, sample_rate=q, steps=T, delta=delta,
                               epsilon=acc.get_epsilon(delta), denoise=denoise, history=history,
                               accountant=acc, ks_factors=ks,
-                              clamped_fraction=float(np.mean(clamped)) if clamped else math.nan)
+                              clamped_fraction=float(np.mean(clamped)) if clamped else math.nan,
+                              seed=seed)
 
 
 def privatization_error(grads, codebook: Codebook, noise: NoiseDistribution, *,

@@ -23,8 +23,17 @@ matrix product, Σ_i c_i Σ_t g_{i,t} a_{i,t}ᵀ = (c ⊙ g)ᵀ a — the "book-
 Zha & Karypis 2023, which saves the second backward pass of Li et al. (and Opacus). No
 per-example gradient of a large layer is ever stored.
 
-Limitation: a layer's output must not be modified in place afterwards (e.g. by
-``nn.ReLU(inplace=True)``), and each layer must run once per forward pass.
+Numerics: activations and output gradients are scaled per example by their largest entry
+before any square is formed, so a huge (1e30) or tiny record neither overflows nor underflows a
+norm; an example whose gradient is not finite gets clipping factor 0 and adds nothing.
+
+What the ghost path refuses (each would make its norm differ from the true per-example
+gradient's, and ``ghost=False`` computes those correctly): a layer run more than once per
+forward pass, a trainable parameter shared by two modules or used outside its own layer
+(tied embedding/output weights, reuse through ``F.linear``, a penalty in the loss), a subclass
+of a supported layer that overrides ``forward``, a layer input or output modified in place
+afterwards (``nn.ReLU(inplace=True)``), and ``nn.Embedding(max_norm=…)`` (an in-place,
+un-noised change of the weights during the forward pass).
 """
 from __future__ import annotations
 
@@ -34,7 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .grads import _check_batch, check_max_grad_norm, clip_factors, per_example_losses
+from .grads import (_check_batch, check_max_grad_norm, clip_factors, per_example_losses,
+                    row_norms, weighted_example_sum)
 
 __all__ = ["ghost_norms", "ghost_clipped_grad_sum", "GHOST_LAYERS"]
 
@@ -42,20 +52,36 @@ __all__ = ["ghost_norms", "ghost_clipped_grad_sum", "GHOST_LAYERS"]
 GHOST_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Embedding, nn.GroupNorm, nn.LayerNorm)
 
 
+def _scaled(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(t_i / s_i, s_i) with s_i = max|t_i| per example (float64 [B]; 1 is used where s_i is 0 or
+    not finite, and the returned s_i keeps that 0/inf/NaN).
+
+    Every ghost norm is computed from the scaled tensors, whose entries lie in [−1, 1], so no
+    square, Gram matrix or product overflows or underflows however large or small a record
+    makes the activations (in float32, ‖a‖²·‖g‖² overflows once ‖a‖·‖g‖ > 1.8e19: a record of
+    1e30 would otherwise turn the norm into inf·0 = NaN); the scales enter in float64."""
+    b = t.shape[0]
+    s = t.detach().abs().reshape(b, -1).amax(1) if t.numel() else t.new_zeros(b)
+    ok = torch.isfinite(s) & (s > 0)
+    div = torch.where(ok, s, torch.ones_like(s))
+    return t / div.view(-1, *([1] * (t.dim() - 1))), s.double()
+
+
 def _linear_prepare(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor | None,
                                                                 torch.Tensor]:
-    """Per-example ‖Σ_t g_t a_tᵀ‖_F² summed over groups, for a: [B, G, I, T], g: [B, G, O, T]
-    (views of the layer's input and output gradient, positions last). Returns (the per-example
-    gradients [B, G, O, I] when they were formed, else None; the squared norms [B])."""
+    """Per-example ‖Σ_t g_t a_tᵀ‖_F² summed over groups (float64), for SCALED a: [B, G, I, T],
+    g: [B, G, O, T] (views of the layer's input and output gradient, positions last). Returns
+    (the per-example gradients [B, G, O, I] when they were formed, else None; the squared norms
+    [B] of the scaled gradient)."""
     t, i, o = a.shape[-1], a.shape[-2], g.shape[-2]
+    b = a.shape[0]
     if t == 1:
-        return None, (a.pow(2).sum((2, 3)) * g.pow(2).sum((2, 3))).sum(1)
+        return None, (row_norms(a.reshape(b, -1)) * row_norms(g.reshape(b, -1))).pow(2)
     if t * t <= i * o:      # ghost: Gram matrices of the T positions, [B, G, T, T]
         gram = (a.transpose(2, 3) @ a) * (g.transpose(2, 3) @ g)
-        return None, gram.sum((1, 2, 3))
+        return None, gram.sum((1, 2, 3)).double().clamp_min(0.0)   # ≥ 0 up to rounding
     per_example = g @ a.transpose(2, 3)                     # [B, G, O, I]
-    sq = torch.linalg.vector_norm(per_example.flatten(1), dim=1).pow(2)
-    return per_example, sq
+    return per_example, row_norms(per_example.reshape(b, -1)).pow(2)
 
 
 def _conv_unfold(module, x: torch.Tensor) -> torch.Tensor:
@@ -80,33 +106,39 @@ def _on(module: nn.Module, name: str) -> bool:
 
 
 def _prepare(module: nn.Module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, torch.Tensor]:
-    """What the clipped sum of ``module`` needs, and each example's squared gradient norm."""
+    """What the clipped sum of ``module`` needs, and each example's squared gradient norm
+    (float64 [B]). Activations and output gradients are scaled per example (:func:`_scaled`);
+    the state keeps the scaled tensors and their scales."""
     b = gout.shape[0]
-    sq = gout.new_zeros(b)
+    sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
+        gs, sg = _scaled(gout)
+        xs, sa = _scaled(x) if _on(module, "weight") else (None, None)
         if isinstance(module, nn.Linear):       # [B, *, I] → [B, 1, I, T] (views)
-            a = x.reshape(b, -1, x.shape[-1]).transpose(1, 2).unsqueeze(1)
-            g = gout.reshape(b, -1, gout.shape[-1]).transpose(1, 2).unsqueeze(1)
+            g = gs.reshape(b, -1, gs.shape[-1]).transpose(1, 2).unsqueeze(1)
+            a = xs.reshape(b, -1, xs.shape[-1]).transpose(1, 2).unsqueeze(1) \
+                if xs is not None else None
         else:
-            g = gout.reshape(b, module.groups, module.out_channels // module.groups, -1)
-            a = _conv_unfold(module, x) if _on(module, "weight") else None
+            g = gs.reshape(b, module.groups, module.out_channels // module.groups, -1)
+            a = _conv_unfold(module, xs) if xs is not None else None
         per_example = None
         if _on(module, "weight"):
             per_example, s = _linear_prepare(a, g)
-            sq = sq + s
+            sq = sq + (sa * sg).pow(2) * s
         if _on(module, "bias"):
-            sq = sq + g.sum(3).pow(2).sum((1, 2))
-        return {"a": a, "g": g, "per_example": per_example}, sq
+            sq = sq + sg.pow(2) * row_norms(g.sum(3).reshape(b, -1)).pow(2)
+        return {"a": a, "g": g, "per_example": per_example, "sa": sa, "sg": sg}, sq
     if isinstance(module, nn.Embedding):
         if module.sparse:
             raise ValueError("ghost norms do not support nn.Embedding(sparse=True)")
         idx = x.reshape(b, -1)
-        g = gout.reshape(b, idx.shape[1], -1)
+        gs, sg = _scaled(gout)
+        g = gs.reshape(b, idx.shape[1], -1)
         if module.padding_idx is not None:     # the padding row receives no gradient
             g = g * (idx != module.padding_idx).unsqueeze(-1).to(g.dtype)
         same = (idx.unsqueeze(2) == idx.unsqueeze(1)).to(g.dtype)          # [B, T, T]
-        sq = sq + (same * (g @ g.transpose(1, 2))).sum((1, 2))
-        return {"idx": idx, "g": g}, sq
+        hat = (same * (g @ g.transpose(1, 2))).sum((1, 2)).double().clamp_min(0.0)
+        return {"idx": idx, "g": g, "sg": sg}, sq + sg.pow(2) * hat
     # GroupNorm / LayerNorm: per-example gradients of the affine parameters are small; form them
     if isinstance(module, nn.GroupNorm):
         xhat = F.group_norm(x, module.num_groups, eps=module.eps)
@@ -120,44 +152,75 @@ def _prepare(module: nn.Module, x: torch.Tensor, gout: torch.Tensor) -> tuple[di
     per = {"weight": gw, "bias": gb}
     per = {k: v for k, v in per.items() if _on(module, k)}
     for v in per.values():
-        sq = sq + v.reshape(b, -1).pow(2).sum(1)
+        sq = sq + row_norms(v.reshape(b, -1)).pow(2)
     return {"per_parameter": per}, sq
+
+
+def _weights(f: torch.Tensor, *scales: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """f_i·Π scales_i in float64, cast to ``dtype``; exactly 0 where f_i = 0 (even if a scale is
+    inf or NaN: that example is dropped, see :func:`~dplib.training.grads.clip_factors`)."""
+    w = f.double()
+    for s in scales:
+        w = w * s
+    return torch.where(f == 0, torch.zeros_like(w), w).to(dtype)
+
+
+def _drop(t: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """t with the examples of weight 0 set to 0, so an inf/NaN there cannot reach the sum."""
+    dead = w == 0
+    if bool(dead.any()):
+        t = torch.where(dead.view(-1, *([1] * (t.dim() - 1))), torch.zeros_like(t), t)
+    return t
 
 
 def _clipped_sum(module: nn.Module, state: dict, f: torch.Tensor) -> dict[str, torch.Tensor]:
     """Σ_i f_i ∇_θ ℓ_i for the parameters of ``module`` from the prepared tensors: the weight
     gradient of a linear map is one matrix product of the activations with the f-weighted output
     gradients ("book-keeping", Bu, Wang, Zha & Karypis 2023), so no second backward pass; where
-    the per-example gradients were formed anyway, their f-weighted sum."""
+    the per-example gradients were formed anyway, their f-weighted sum. With the scaled tensors
+    of :func:`_prepare`, example i's weight is f_i·s_a,i·s_g,i (≤ C/‖ĝ_i âᵢᵀ‖: moderate)."""
     out = {}
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
         a, g, per_example = state["a"], state["g"], state["per_example"]
         if _on(module, "weight"):
+            wt = _weights(f, state["sa"], state["sg"], dtype=g.dtype)
             if per_example is not None:
-                w = torch.tensordot(f, per_example, dims=1)               # [G, O, I]
+                w = torch.tensordot(wt, _drop(per_example, wt), dims=1)   # [G, O, I]
             elif a.shape[-1] == 1:                                         # MLP: one matmul
-                w = (g[:, 0, :, 0] * f[:, None]).T @ a[:, 0, :, 0]
+                w = (_drop(g[:, 0, :, 0], wt) * wt[:, None]).T @ _drop(a[:, 0, :, 0], wt)
             else:
-                w = torch.einsum("bgot,bgit->goi", g * f.view(-1, 1, 1, 1), a)
+                w = torch.einsum("bgot,bgit->goi", _drop(g, wt) * wt.view(-1, 1, 1, 1),
+                                 _drop(a, wt))
             out["weight"] = w.reshape(module.weight.shape)
         if _on(module, "bias"):
-            out["bias"] = torch.tensordot(f, g.sum(3), dims=1).reshape(module.bias.shape)
+            wb = _weights(f, state["sg"], dtype=g.dtype)
+            out["bias"] = torch.tensordot(wb, _drop(g.sum(3), wb),
+                                          dims=1).reshape(module.bias.shape)
     elif isinstance(module, nn.Embedding):
-        g = state["g"] * f.view(-1, 1, 1)
+        wt = _weights(f, state["sg"], dtype=state["g"].dtype)
+        g = _drop(state["g"], wt) * wt.view(-1, 1, 1)
         w = torch.zeros_like(module.weight)
         out["weight"] = w.index_add_(0, state["idx"].reshape(-1), g.reshape(-1, g.shape[-1]))
     else:
         for k, v in state["per_parameter"].items():
-            out[k] = torch.tensordot(f, v, dims=1).reshape(getattr(module, k).shape)
+            out[k] = weighted_example_sum(f, v).reshape(getattr(module, k).shape)
     return out
 
 
+def _base_class(m: nn.Module) -> type:
+    return next(c for c in GHOST_LAYERS if isinstance(m, c))
+
+
 def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The modules that own trainable parameters, each checked to be one the ghost path knows:
+    a layer of GHOST_LAYERS whose ``forward`` is the library's own (a subclass that overrides it
+    may use its weight twice), with no trainable parameter shared with another module (tied
+    weights: the ghost norm of each use alone is not the norm of their sum)."""
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__} "
                          f"{model!r}"[:300])
-    out = []
-    for name, m in model.named_modules():
+    out, owner = [], {}
+    for name, m in model.named_modules(remove_duplicate=False):
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
         if not own:
             continue
@@ -166,22 +229,79 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
                 f"ghost=True supports trainable parameters only in "
                 f"{[c.__name__ for c in GHOST_LAYERS]}; module {name!r} is "
                 f"{type(m).__name__}. Use ghost=False (per-example gradients by vmap).")
+        base = _base_class(m)
+        if type(m).forward is not base.forward:
+            raise ValueError(f"ghost=True needs the forward of {base.__name__} itself; module "
+                             f"{name!r} ({type(m).__name__}) overrides it. Use ghost=False.")
+        if isinstance(m, nn.Embedding) and m.max_norm is not None:
+            raise ValueError(f"nn.Embedding(max_norm={m.max_norm}) at {name!r} renormalises "
+                             "the looked-up rows in place during the forward pass: an "
+                             "un-noised change that reveals which tokens were in the batch. "
+                             "Use max_norm=None.")
+        for k, p in m.named_parameters(recurse=False):
+            if not p.requires_grad:
+                continue
+            if id(p) in owner and owner[id(p)] != name:
+                raise ValueError(
+                    f"parameter {name}.{k} is shared with {owner[id(p)]!r} (tied weights): the "
+                    "ghost path computes each layer's norm alone, not the norm of the summed "
+                    "gradient. Use ghost=False (per-example gradients by vmap).")
+            owner[id(p)] = name
         extra = {k for k, p in m.named_parameters(recurse=False) if p.requires_grad} \
             - {"weight", "bias"}
         if extra:
             raise ValueError(f"ghost norms do not know parameter(s) {sorted(extra)} of {name!r}")
-        out.append((name, m))
+        if all(m is not o for _, o in out):
+            out.append((name, m))
     return out
 
 
+def _check_graph(losses: torch.Tensor, mods, records, trainable: dict[int, str]) -> None:
+    """Refuse a trainable parameter reached by autograd other than through its own layer.
+
+    Walks the graph of the losses from the output, jumping from each recorded layer's output
+    straight to its input (the layer's own use of its parameters is what the ghost norm
+    accounts for). A parameter met on that walk is used elsewhere too — reused through
+    ``F.linear``, tied to another layer, or in the loss — and its per-example gradient is then
+    not the one the ghost norm computed."""
+    jump = {}
+    for name, _ in mods:
+        rec = records[name]
+        if rec["out_fn"] is not None:
+            jump[rec["out_fn"]] = rec["in_fn"]
+    stack, seen = [losses.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if node in jump:
+            stack.append(jump[node])
+            continue
+        var = getattr(node, "variable", None)
+        if var is not None and id(var) in trainable:
+            raise ValueError(
+                f"parameter {trainable[id(var)]!r} is used outside its own layer's forward "
+                "(weight reuse through a functional call, tied weights, or a penalty in the "
+                "loss): ghost norms would miss that use. Use ghost=False (per-example "
+                "gradients by vmap).")
+        stack.extend(fn for fn, _ in node.next_functions)
+
+
 def _forward_recorded(model, loss_fn, x, y):
-    """Per-example losses, with each trainable layer's (input, output) recorded."""
+    """Per-example losses, with each trainable layer's (input, output) recorded and checked:
+    each layer ran once, neither its input nor its output was modified in place afterwards
+    (e.g. by ``nn.ReLU(inplace=True)``, which would make the recorded tensors differ from what
+    the gradient saw), and no trainable parameter is used outside its layer
+    (:func:`_check_graph`)."""
     mods = _trainable_modules(model)
     records: dict[str, list] = {name: [] for name, _ in mods}
     handles = []
     for name, m in mods:
         def hook(mod, inp, out, name=name):
-            records[name].append((inp[0].detach(), out))
+            records[name].append({"in": inp[0].detach(), "out": out, "in_fn": inp[0].grad_fn,
+                                  "out_fn": out.grad_fn, "versions": (inp[0]._version,
+                                                                      out._version)})
         handles.append(m.register_forward_hook(hook))
     try:
         losses = per_example_losses(model, loss_fn, x, y)
@@ -192,18 +312,28 @@ def _forward_recorded(model, loss_fn, x, y):
         if len(rec) != 1:
             raise ValueError(f"ghost norms need every layer to run exactly once per forward "
                              f"pass; {name!r} ran {len(rec)} times (weight sharing)")
-    return losses, mods, {k: v[0] for k, v in records.items()}
+        r = rec[0]
+        if (r["in"]._version, r["out"]._version) != r["versions"]:
+            raise ValueError(f"the input or output of layer {name!r} was modified in place "
+                             "after the layer ran (e.g. nn.ReLU(inplace=True)); ghost norms "
+                             "need them unchanged. Use inplace=False.")
+    records = {k: v[0] for k, v in records.items()}
+    trainable = {id(p): k for k, p in model.named_parameters() if p.requires_grad}
+    _check_graph(losses, mods, records, trainable)
+    return losses, mods, records
 
 
 def _prepare_all(losses, mods, records) -> tuple[list[dict], torch.Tensor]:
-    outs = [records[name][1] for name, _ in mods]
+    """Every layer's state and the per-example norms (float64 [B], non-finite where an
+    example's gradient is)."""
+    outs = [records[name]["out"] for name, _ in mods]
     gouts = torch.autograd.grad(losses.sum(), outs, allow_unused=True)
-    sq = losses.new_zeros(losses.shape[0])
+    sq = torch.zeros(losses.shape[0], dtype=torch.float64, device=losses.device)
     states = []
     for (name, m), go in zip(mods, gouts):
         if go is None:          # a layer whose output does not reach the loss
-            go = torch.zeros_like(records[name][1])
-        state, s = _prepare(m, records[name][0], go.detach())
+            go = torch.zeros_like(records[name]["out"])
+        state, s = _prepare(m, records[name]["in"], go.detach())
         states.append(state)
         sq = sq + s
     return states, sq.sqrt()
@@ -212,10 +342,11 @@ def _prepare_all(losses, mods, records) -> tuple[list[dict], torch.Tensor]:
 def ghost_norms(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                 y: torch.Tensor) -> torch.Tensor:
     """‖∇_θ ℓ(f(x_i), y_i)‖₂ for every example (all trainable parameters together), shape [B],
-    without forming per-example gradients. Equals ``flat_norms(per_example_grads(...))``."""
+    without forming per-example gradients. Equals ``flat_norms(per_example_grads(...))`` (in
+    the losses' dtype: a norm beyond its range is inf)."""
     _check_batch(x, y)
     losses, mods, records = _forward_recorded(model, loss_fn, x, y)
-    return _prepare_all(losses, mods, records)[1].detach()
+    return _prepare_all(losses, mods, records)[1].to(losses.dtype)
 
 
 def ghost_clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
@@ -234,9 +365,9 @@ def ghost_clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                 x.new_zeros(0))
     losses, mods, records = _forward_recorded(model, loss_fn, x, y)
     states, norms = _prepare_all(losses, mods, records)
-    f = clip_factors(norms.detach(), max_norm)
+    f = clip_factors(norms, max_norm)
     grads = {}
     for (name, m), state in zip(mods, states):
         for k, g in _clipped_sum(m, state, f).items():
             grads[f"{name}.{k}" if name else k] = g
-    return {k: grads[k] for k in params}, norms.detach(), losses.detach()
+    return {k: grads[k] for k in params}, norms.to(losses.dtype), losses.detach()

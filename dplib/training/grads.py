@@ -25,7 +25,7 @@ from torch.func import functional_call, grad, grad_and_value, vmap
 from .._validate import check_int, check_real
 
 __all__ = ["per_example_grads", "clip_per_example", "clip_factors", "per_example_losses",
-           "clipped_grad_sum"]
+           "clipped_grad_sum", "row_norms", "weighted_example_sum"]
 
 
 def check_max_grad_norm(max_grad_norm: object) -> float:
@@ -118,25 +118,73 @@ def per_example_losses(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
 
 
 def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
-    """min(1, C/‖g_i‖) for every example (1 where ‖g_i‖ = 0 or C = ∞).
+    """min(1, C/‖g_i‖) for every example (1 where ‖g_i‖ = 0 or C = ∞; 0 where ‖g_i‖ is not finite).
 
     Written as C / max(‖g_i‖, C), which equals min(1, C/‖g_i‖), is 1 at ‖g_i‖ = 0 and never
-    divides by zero. Abadi et al. 2016, Alg. 1: ḡ = g / max(1, ‖g‖/C).
+    divides by zero. Abadi et al. 2016, Alg. 1: ḡ = g / max(1, ‖g‖/C). A non-finite norm (an
+    overflowing or NaN gradient, e.g. from a hostile record) gets factor 0: that example then
+    contributes nothing — a function of that example alone, so the sensitivity C still holds —
+    instead of NaN, which would poison the whole sum exactly when the record is sampled (a perfect
+    membership test). Callers must also zero that example's gradient (0·inf = NaN):
+    :func:`weighted_example_sum` does.
     """
     _check_norms(norms)
     c = check_max_grad_norm(max_norm)
+    finite = torch.isfinite(norms)
     if math.isinf(c):
-        return torch.ones_like(norms)
-    return c / torch.clamp(norms, min=c)
+        return finite.to(norms.dtype)
+    return torch.where(finite, c / torch.clamp(norms, min=c), torch.zeros_like(norms))
+
+
+def weighted_example_sum(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Σ_i f_i g_i over the leading (example) dimension, where an example with f_i = 0 adds
+    exactly 0 even if its g_i holds inf or NaN (plain ``tensordot`` would give 0·inf = NaN)."""
+    f = f.to(g.dtype)
+    dead = f == 0
+    if bool(dead.any()):
+        g = torch.where(dead.view(-1, *([1] * (g.dim() - 1))), torch.zeros_like(g), g)
+    return torch.tensordot(f, g, dims=1)
+
+
+def _underflow_threshold(dtype: torch.dtype) -> float:
+    """A norm at least this large was computed without losing mass to underflow: squares below
+    the dtype's smallest normal number (``tiny``) flush to zero, and at most 1e12 such terms lose
+    at most 1e12·tiny of ‖g‖², a relative 1e-7 of a squared norm ≥ 1e19·tiny."""
+    return math.sqrt(torch.finfo(dtype).tiny * 1e19)
+
+
+def row_norms(rows: torch.Tensor) -> torch.Tensor:
+    """‖r_i‖₂ of every row of ``rows`` [B, D], in float64, without overflow or underflow.
+
+    ``torch.linalg.vector_norm`` squares in the input's dtype: in float32 a row of entries 1e30
+    has norm ``inf`` and a row of entries 1e-25 has norm 0 (its squares underflow), which would
+    clip a huge gradient to nothing and leave a tiny one unclipped under a tiny C. The fast norm
+    is kept where it is finite and above the underflow threshold; the other rows (rare) are
+    recomputed as s·‖r/s‖ with s = max|r_i| (the scaling of Blue 1978). A row holding inf or
+    NaN keeps a non-finite norm (so :func:`clip_factors` zeroes it).
+    """
+    n = torch.linalg.vector_norm(rows, dim=1).double()
+    if not rows.is_floating_point() or rows.shape[1] == 0:
+        return n
+    suspect = ~torch.isfinite(n) | (n < _underflow_threshold(rows.dtype))
+    if bool(suspect.any()):
+        sub = rows[suspect]
+        s = sub.abs().amax(1)
+        ok = torch.isfinite(s) & (s > 0)
+        scale = torch.where(ok, s, torch.ones_like(s))
+        fixed = torch.linalg.vector_norm(sub / scale[:, None], dim=1).double() * s.double()
+        # s = 0: an all-zero row (norm 0); s not finite: the non-finite norm stays
+        fixed = torch.where(ok, fixed, torch.where(s == 0, torch.zeros_like(fixed), n[suspect]))
+        n = n.clone()
+        n[suspect] = fixed
+    return n
 
 
 def flat_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
-    """‖g_i‖₂ over the concatenation of all parameters, shape [B]."""
+    """‖g_i‖₂ over the concatenation of all parameters, shape [B], in float64 (see
+    :func:`row_norms`: no overflow, no underflow; non-finite where a gradient is)."""
     _check_grads(grads)
-    # vector_norm reduces without materialising g², which for B × (number of parameters)
-    # per-example gradients is as large as the gradients themselves
-    per_param = [torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1)
-                 for g in grads.values()]
+    per_param = [row_norms(g.reshape(g.shape[0], -1)) for g in grads.values()]
     return torch.linalg.vector_norm(torch.stack(per_param), dim=0)
 
 
@@ -145,14 +193,18 @@ def clip_per_example(grads: dict[str, torch.Tensor],
     """Clip every example's gradient to ℓ2 norm at most C = ``max_norm`` (C = ∞: no clipping).
 
     Returns the clipped per-example gradients ḡ_i = g_i · min(1, C/‖g_i‖) (same shapes) and the
-    norms ‖g_i‖ before clipping, shape [B]. The norm is taken over all parameters together.
+    norms ‖g_i‖ before clipping, shape [B]. The norm is taken over all parameters together. An
+    example whose norm is not finite is zeroed (see :func:`clip_factors`).
     """
     check_max_grad_norm(max_norm)
     _check_grads(grads)
     norms = flat_norms(grads)
     f = clip_factors(norms, max_norm)
-    clipped = {k: g * f.view(-1, *([1] * (g.dim() - 1))) for k, g in grads.items()}
-    return clipped, norms
+    clipped = {}
+    for k, g in grads.items():
+        fk = f.to(g.dtype).view(-1, *([1] * (g.dim() - 1)))
+        clipped[k] = torch.where(fk == 0, torch.zeros_like(g), g * fk)
+    return clipped, norms.to(next(iter(grads.values())).dtype)
 
 
 def clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
@@ -181,7 +233,7 @@ def clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: to
         n = flat_norms(g)
         f = clip_factors(n, max_norm)
         for k in total:
-            total[k] += torch.tensordot(f, g[k], dims=1)
-        norms.append(n)
+            total[k] += weighted_example_sum(f, g[k])
+        norms.append(n.to(ls.dtype))
         losses.append(ls.detach())
     return total, torch.cat(norms), torch.cat(losses)

@@ -9,13 +9,16 @@ replacement in DP training (e.g. Tramèr & Boneh 2021; De et al. 2022). The mode
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 import torch
 from torch import nn
 
 from .._validate import check_int
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
-           "check_dp_compatible"]
+           "check_dp_compatible", "forward_must_not_mutate"]
 
 
 def _seeded(seed, build):
@@ -112,7 +115,10 @@ def check_dp_compatible(model: nn.Module) -> None:
     Refused: every batch normalisation layer (BatchNorm1d/2d/3d, SyncBatchNorm, LazyBatchNorm):
     it mixes the examples of a batch, so one example's clipped gradient is not a function of that
     example alone. Replace it with ``nn.GroupNorm`` (or LayerNorm / InstanceNorm without running
-    statistics).
+    statistics). Also refused: ``nn.Embedding(max_norm=…)``, which renormalises the looked-up
+    rows of its weight in place during the forward pass — an un-noised change of the released
+    weights that reveals which tokens were in the batch. Other modules that write state during
+    the forward pass are caught when they run (:func:`forward_must_not_mutate`).
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -129,5 +135,53 @@ def check_dp_compatible(model: nn.Module) -> None:
                 f"model contains {type(module).__name__} with track_running_stats=True at "
                 f"{name!r}: its running statistics are an un-noised function of the data. "
                 "Use track_running_stats=False or nn.GroupNorm.")
+        if isinstance(module, nn.Embedding) and module.max_norm is not None:
+            raise ValueError(
+                f"model contains nn.Embedding(max_norm={module.max_norm}) at {name!r}: it "
+                "renormalises the looked-up rows of its weight in place during the forward "
+                "pass, an un-noised change that reveals which tokens were in the batch. Use "
+                "max_norm=None (clip the embedding norm, if needed, as a public function of the "
+                "noisy weights after each step).")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("model has no trainable parameters (requires_grad=True)")
+
+
+def _state(model: nn.Module) -> dict:
+    """Identity and version counter of every parameter and buffer, and the identity of every
+    attribute of every module: what a forward pass must leave as it found it."""
+    out = {}
+    for name, t in model.named_parameters(remove_duplicate=False):
+        out[("parameter", name)] = (id(t), t._version)
+    for name, t in model.named_buffers(remove_duplicate=False):
+        out[("buffer", name)] = (id(t), t._version)
+    for name, m in model.named_modules(remove_duplicate=False):
+        for k, v in vars(m).items():
+            if k not in ("_parameters", "_buffers", "_modules"):
+                out[("attribute", f"{name}.{k}" if name else k)] = (id(v), None)
+    return out
+
+
+@contextmanager
+def forward_must_not_mutate(model: nn.Module) -> Iterator[None]:
+    """Raise ``ValueError`` if the code inside changes the model's state.
+
+    DP-SGD privatises the gradient, and only the gradient: a module that writes to a parameter,
+    a buffer or an attribute during the forward pass (a running statistic, an in-place
+    renormalisation, a cache of the last input) releases that write with the model, un-noised.
+    Every in-place write bumps a tensor's version counter and every assignment replaces an
+    object, so both are caught by comparing the state before and after. Not caught: mutation
+    inside a Python container held by a module (e.g. ``self.log.append(x)``) — do not release a
+    model object whose class does that; release its ``state_dict()``.
+    """
+    before = _state(model)
+    yield
+    after = _state(model)
+    if after != before:
+        changed = sorted({k for k in before.keys() | after.keys()
+                          if before.get(k) != after.get(k)})
+        kind, name = changed[0]
+        raise ValueError(
+            f"the model changed its {kind} {name!r} during the forward pass ({len(changed)} "
+            "change(s) in all): state written from the data in the forward pass is released "
+            "without noise. Use modules that do not update parameters, buffers or attributes "
+            "when called (e.g. no running statistics, nn.Embedding without max_norm).")

@@ -26,7 +26,12 @@ object returned in :attr:`TrainResult.accountant`. Neighbouring datasets differ 
 removing one record; the guarantee covers the released final model AND all intermediate models.
 
 Randomness and devices: the Poisson batches come from a NumPy generator and the Gaussian noise
-from a CPU ``torch.Generator`` (then moved to ``device``), both seeded by ``seed``, and the model
+from a CPU ``torch.Generator`` (then moved to ``device``), both seeded by ``seed``. By default
+(``seed=None``) the seed is 63 fresh bits of OS entropy (:func:`dplib.device.release_seed`),
+recorded in :attr:`TrainResult.seed`: with a seed anyone can guess, every batch and noise draw is
+a known function of public inputs, and two runs on neighbouring data sets release models whose
+difference is the target's clipped gradient, noise-free. A fixed seed is for experiments, never
+for a release (and a second ``train`` call with the same seed reuses the same noise). The model
 is initialised on the CPU; so the same seed gives the same batches and noise on CPU and GPU, and
 results agree up to floating-point differences of the device arithmetic. Pass
 ``noise_device="device"`` to draw the noise on the accelerator (faster for very large models;
@@ -44,14 +49,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
-from ..device import as_device
+from ..device import as_device, release_seed
 from ..accounting import (PLDAccountant, RDPAccountant, calibrate_noise, rdp_to_epsilon,
                           subsampled_gaussian_rdp)
 from ..accounting._base import check_delta
 from ..samplers import poisson_batches
 from .ghost import ghost_clipped_grad_sum
 from .grads import check_max_grad_norm, clipped_grad_sum
-from .models import check_dp_compatible
+from .models import check_dp_compatible, forward_must_not_mutate
 
 __all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits",
            "steps_for_epochs", "make_accountant"]
@@ -69,6 +74,8 @@ class TrainResult:
     ``batch_sizes`` (the realised Poisson batch sizes) and ``clip_fraction`` (the share of
     per-example gradients with norm > C) are diagnostics computed from the data WITHOUT noise:
     fine for studying the algorithm, not covered by ε — do not publish them with the model.
+    ``seed`` is the seed the batches and the noise were drawn from (fresh OS entropy unless one
+    was passed): keep it secret like the noise itself.
     """
     model: nn.Module
     noise_multiplier: float
@@ -81,6 +88,7 @@ class TrainResult:
     max_grad_norm: float = 1.0
     batch_sizes: np.ndarray | None = None
     clip_fraction: float = float("nan")
+    seed: int | None = None
 
 
 def steps_for_epochs(epochs: float, sample_rate: float) -> int:
@@ -144,7 +152,8 @@ def check_run_settings(*, sample_rate: float, lr: float, max_grad_norm: float, d
     return q, lr, c, d, mom, wd, T
 
 
-def _as_tensors(data: object, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+def _as_tensors(data: object, name: str, *, finite: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise ValueError(f"{name} must be a pair (X, y) of tensors or arrays, got "
                          f"{type(data).__name__}")
@@ -158,6 +167,13 @@ def _as_tensors(data: object, name: str) -> tuple[torch.Tensor, torch.Tensor]:
         x = x.float()
     if not y.is_floating_point():
         y = y.long()
+    if finite:
+        for part, t in (("inputs", x), ("labels", y)):
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise ValueError(
+                    f"{name} {part} must be finite, got {int((~torch.isfinite(t)).sum())} inf or "
+                    "NaN values: a non-finite record would turn the update into NaN exactly when "
+                    "it is sampled (a perfect membership test). Remove or impute them first.")
     return x, y
 
 
@@ -216,7 +232,10 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     by ``vmap`` (in chunks of ``virtual_batch_size``) or by ghost norms. The noise is drawn from
     ``generator`` on the generator's device and moved to the parameters' device (σ = 0: none).
     Returns (gradient per trainable parameter name, per-example norms, per-example losses).
-    This is the step :func:`train` takes; the benchmarks time it.
+    This is the step :func:`train` takes; the benchmarks time it. The model must not change its
+    parameters, buffers or attributes during the forward pass (an un-noised release of data):
+    :func:`~dplib.training.models.forward_must_not_mutate` refuses it. An example whose gradient
+    is not finite adds nothing (:func:`~dplib.training.grads.clip_factors`).
 
     Float noise: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD library does; like
     them it is not hardened against the floating-point attack of Mironov 2012 (Opacus offers a
@@ -227,16 +246,8 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     denom = check_positive("expected_batch_size", expected_batch_size)
     if math.isinf(c) and sigma > 0:
         raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
-    if ghost:
-        step = x.shape[0] if not virtual_batch_size else virtual_batch_size
-        parts = [ghost_clipped_grad_sum(model, loss_fn, x[i:i + step], y[i:i + step], c)
-                 for i in range(0, max(x.shape[0], 1), max(step, 1))]   # chunks, not examples
-        total = {k: sum(p[0][k] for p in parts) for k in parts[0][0]}
-        norms = torch.cat([p[1] for p in parts])
-        losses = torch.cat([p[2] for p in parts])
-    else:
-        total, norms, losses = clipped_grad_sum(model, loss_fn, x, y, c,
-                                                chunk_size=virtual_batch_size)
+    with forward_must_not_mutate(model):
+        total, norms, losses = _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size)
     out = {}
     for k, g in total.items():
         if sigma > 0:
@@ -247,6 +258,21 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     return out, norms, losses
 
 
+def _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size):
+    """Σ_i ḡ_i by ghost norms or by vmap, in chunks of ``virtual_batch_size``."""
+    if ghost:
+        step = x.shape[0] if not virtual_batch_size else virtual_batch_size
+        parts = [ghost_clipped_grad_sum(model, loss_fn, x[i:i + step], y[i:i + step], c)
+                 for i in range(0, max(x.shape[0], 1), max(step, 1))]   # chunks, not examples
+        total = {k: sum(p[0][k] for p in parts) for k in parts[0][0]}
+        norms = torch.cat([p[1] for p in parts])
+        losses = torch.cat([p[2] for p in parts])
+    else:
+        total, norms, losses = clipped_grad_sum(model, loss_fn, x, y, c,
+                                                chunk_size=virtual_batch_size)
+    return total, norms, losses
+
+
 def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float,
           epochs: float | None = None, steps: int | None = None,
           noise_multiplier: float | None = None, target_epsilon: float | None = None,
@@ -254,7 +280,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
           momentum: float = 0.0, weight_decay: float = 0.0, accountant: str = "rdp",
           eval_data: object = None, eval_every: int | None = None,
           virtual_batch_size: int | None = None, ghost: bool = False,
-          loss_fn: Callable | None = None, device=None, seed: int = 0,
+          loss_fn: Callable | None = None, device=None, seed: int | None = None,
           progress: bool = False, betas: tuple[float, float] = (0.9, 0.999),
           noise_device: str = "cpu",
           expected_batch_size: float | None = None) -> TrainResult:
@@ -277,6 +303,10 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     (:mod:`dplib.training.ghost`). ``loss_fn(logits, targets)`` returns the batch mean
     (default cross-entropy). ``eval_every`` (steps; default one epoch ≈ 1/q) sets how often
     ``history`` gets an entry (the last step always does).
+
+    ``seed``: None (default) draws 63 fresh bits of OS entropy for the batches and the noise,
+    recorded in :attr:`TrainResult.seed`. An integer makes the run reproducible — for
+    experiments, never for a release (module docstring). ``train_data`` must be finite.
     """
     check_dp_compatible(model)
     q, lr, c, d, mom, wd, T = check_run_settings(
@@ -284,10 +314,10 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
         optimizer=optimizer, accountant=accountant, momentum=momentum,
         weight_decay=weight_decay, epochs=epochs, steps=steps)
     check_choice("noise_device", noise_device, ("cpu", "device"))
-    seed = check_int("seed", seed, low=0)
+    seed = release_seed(seed)
     if not isinstance(ghost, bool) or not isinstance(progress, bool):
         raise ValueError(f"ghost and progress must be True or False, got {ghost!r}, {progress!r}")
-    x, y = _as_tensors(train_data, "train_data")
+    x, y = _as_tensors(train_data, "train_data", finite=True)
     n = x.shape[0]
     sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
     vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
@@ -375,4 +405,4 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     return TrainResult(model=model, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
                        epsilon=epsilon_at(T), history=history, accountant=acc,
                        max_grad_norm=c, batch_sizes=np.array([b.size for b in batches]),
-                       clip_fraction=clipped / seen if seen else float("nan"))
+                       clip_fraction=clipped / seen if seen else float("nan"), seed=seed)

@@ -575,7 +575,7 @@ def test_bad_inputs_raise_value_error():
     model, x, y, cb2 = _tiny_problem()
     with pytest.raises(ValueError, match="epochs"):
         train_encoded(model, (x, y), codebook=cb2, noise=GaussianNoise(1.0), sample_rate=0.1,
-                      lr=0.1)
+                      lr=0.1, seed=0)
     with pytest.raises(ValueError, match="codebook.dim"):
         train_encoded(model, (x, y), codebook=cb, noise=GaussianNoise(1.0), sample_rate=0.1,
-                      lr=0.1, steps=1)
+                      lr=0.1, steps=1, seed=0)

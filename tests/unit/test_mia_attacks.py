@@ -163,7 +163,7 @@ def test_planted_memorised_example_is_extreme():
     models = [make_mlp(64, 10, (32,), seed=s) for s in range(S + 1)]
     bm = train_models_batched(models, x, y, masks, sample_rate=0.2, lr=0.03,
                               optimizer="adam", epochs=30, noise_multiplier=0.0,
-                              max_grad_norm=math.inf, device="cpu")
+                              max_grad_norm=math.inf, device="cpu", seeds=list(range(S + 1)))
     phi = logit_scaled_confidence(bm.logits(x), y.numpy()[None])
     assert phi[1:][masks[1:, -1], -1].min() > 3 > -1 > phi[1:][~masks[1:, -1], -1].max()
     on = lira_online(phi[0], phi[1:], masks[1:])

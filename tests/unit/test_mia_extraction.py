@@ -45,7 +45,7 @@ def test_softmax_extraction_of_a_trained_model():
     x, y = _digits()
     model = make_logistic_regression(64, 10)
     train(model, (x[:600], y[:600]), sample_rate=0.2, lr=0.05, epochs=5, optimizer="adam",
-          noise_multiplier=0.0, max_grad_norm=math.inf, device="cpu")
+          noise_multiplier=0.0, max_grad_norm=math.inf, device="cpu", seed=0)
     lin = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][0]
     W = lin.weight.detach().double().numpy()
     b = lin.bias.detach().double().numpy()
@@ -84,7 +84,7 @@ def test_model_inversion_recovers_class_prototypes():
     torch.manual_seed(0)
     model = make_mlp(64, 10, (32,), seed=0)
     train(model, (x, y), sample_rate=0.1, lr=0.02, epochs=10, optimizer="adam",
-          noise_multiplier=0.0, max_grad_norm=math.inf, device="cpu")
+          noise_multiplier=0.0, max_grad_norm=math.inf, device="cpu", seed=0)
     lo, hi = float(x.min()), float(x.max())
     res = invert_model(model, np.arange(10), (64,), steps=300, lr=0.1, l2=1e-3,
                        bounds=(lo, hi), device="cpu")

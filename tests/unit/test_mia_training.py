@@ -76,7 +76,7 @@ def test_batched_equals_one_at_a_time_generic_path():
     masks = membership_masks(M, x.shape[0], rng=2)
     models = [make_cnn(1, 10, 8, groups=2, width=4, seed=s) for s in range(M)]
     common = dict(sample_rate=0.15, steps=6, lr=0.05, noise_multiplier=1.0, max_grad_norm=1.0,
-                  momentum=0.9, device="cpu")
+                  momentum=0.9, device="cpu", seeds=list(range(M)))
     a = train_models_batched(models, x, y, masks, **common)
     b = train_models_sequential(models, x, y, masks, **common)
     assert _max_param_diff(a, b) < 1e-5
@@ -96,7 +96,7 @@ def test_fast_path_equals_generic_path():
     plain = [make_mlp(64, 10, (16,), seed=s) for s in range(3)]
     wrapped = [Wrapped(make_mlp(64, 10, (16,), seed=s)) for s in range(3)]
     common = dict(sample_rate=0.1, epochs=2, lr=0.3, noise_multiplier=0.9, max_grad_norm=0.7,
-                  device="cpu")
+                  device="cpu", seeds=[0, 1, 2])
     a = train_models_batched(plain, x, y, masks, **common)
     b = train_models_batched(wrapped, x, y, masks, **common)
     for k in a.params:
@@ -108,7 +108,7 @@ def test_logits_and_model_accessors():
     masks = membership_masks(3, 80, rng=0)
     bm = train_models_batched([make_mlp(64, 10, (8,), seed=s) for s in range(3)], x, y, masks,
                               sample_rate=0.2, steps=3, lr=0.1, noise_multiplier=0.0,
-                              max_grad_norm=math.inf, device="cpu")
+                              max_grad_norm=math.inf, device="cpu", seeds=[0, 1, 2])
     out = bm.logits(x, batch_size=7)
     assert out.shape == (3, 80, 10) and bm.num_models == 3
     for i in range(3):

@@ -138,7 +138,7 @@ def test_a_public_expected_batch_size_hides_the_data_set_size():
 def test_attached_accountant_matches_dplib_accounting(kind, cls):
     model = make_mlp(12, 3, (8,), seed=0)
     res = train(model, DATA, sample_rate=0.1, lr=0.1, steps=25, noise_multiplier=1.1,
-                max_grad_norm=1.0, accountant=kind, eval_every=10, device="cpu")
+                max_grad_norm=1.0, accountant=kind, eval_every=10, device="cpu", seed=0)
     want = cls().step(noise_multiplier=1.1, sample_rate=0.1, num_steps=25).get_epsilon(1e-5)
     assert isinstance(res.accountant, cls)
     assert res.epsilon == pytest.approx(want, rel=1e-9)
@@ -155,7 +155,7 @@ def test_attached_accountant_matches_dplib_accounting(kind, cls):
 def test_target_epsilon_calibration_hits_target():
     model = make_mlp(12, 3, (8,), seed=0)
     res = train(model, DATA, sample_rate=0.2, lr=0.1, epochs=3, target_epsilon=2.0,
-                delta=1e-4, device="cpu")
+                delta=1e-4, device="cpu", seed=0)
     assert res.steps == 15
     assert res.noise_multiplier == pytest.approx(calibrate_noise(2.0, 1e-4, 0.2, 15), rel=1e-12)
     assert 2.0 * (1 - 1e-3) <= res.epsilon <= 2.0
@@ -218,7 +218,7 @@ def test_cpu_and_cuda_agree_for_the_same_seed():    # pragma: no cover - GPU onl
 
 def test_evaluation_history_accuracy_and_progress_bar(capsys):
     res = train(make_mlp(12, 3, seed=0), DATA, sample_rate=0.25, lr=0.5, epochs=4,
-                noise_multiplier=0.5, eval_data=DATA, device="cpu", progress=True)
+                noise_multiplier=0.5, eval_data=DATA, device="cpu", progress=True, seed=0)
     err = capsys.readouterr().err
     assert "DP-SGD" in err and f"eps={res.epsilon:.3g}" in err and "16/16" in err
     assert len(res.history) == 4
@@ -256,7 +256,7 @@ def test_bad_input_is_refused(override, match):
 def test_batchnorm_model_and_bad_data_are_refused():
     bn = nn.Sequential(nn.Linear(12, 4), nn.BatchNorm1d(4), nn.Linear(4, 3))
     with pytest.raises(ValueError, match="BatchNorm1d"):
-        train(bn, DATA, sample_rate=0.1, lr=0.1, steps=1, noise_multiplier=1.0, device="cpu")
+        train(bn, DATA, sample_rate=0.1, lr=0.1, steps=1, noise_multiplier=1.0, device="cpu", seed=0)
     with pytest.raises(ValueError, match="train_data"):
         train(make_mlp(12, 3), (X, Y[:-1]), sample_rate=0.1, lr=0.1, steps=1,
-              noise_multiplier=1.0, device="cpu")
+              noise_multiplier=1.0, device="cpu", seed=0)
