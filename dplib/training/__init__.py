@@ -25,8 +25,8 @@ from . import erm  # noqa: F401  (dplib.training.erm)
 from .ghost import GHOST_LAYERS, ghost_clipped_grad_sum, ghost_norms
 from .grads import (clip_factors, clip_per_example, clipped_grad_sum, per_example_grads,
                     per_example_losses)
-from .models import (check_dp_compatible, forward_must_not_mutate, make_cnn,
-                     make_logistic_regression, make_mlp, make_mnist_cnn)
+from .models import (check_dp_compatible, check_examples_independent, forward_must_not_mutate,
+                     make_cnn, make_logistic_regression, make_mlp, make_mnist_cnn)
 from .trainer import (TrainResult, check_run_settings, evaluate, make_accountant, noisy_gradient,
                       predict_logits, resolve_noise_multiplier, steps_for_epochs, train)
 
@@ -35,4 +35,5 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "clipped_grad_sum", "per_example_losses", "ghost_norms", "ghost_clipped_grad_sum",
            "GHOST_LAYERS", "train", "noisy_gradient", "TrainResult", "evaluate",
            "predict_logits", "steps_for_epochs", "make_accountant", "resolve_noise_multiplier",
-           "check_run_settings", "forward_must_not_mutate"]
+           "check_run_settings", "forward_must_not_mutate",
+           "check_examples_independent"]

@@ -18,7 +18,7 @@ from torch import nn
 from .._validate import check_int
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
-           "check_dp_compatible", "forward_must_not_mutate"]
+           "check_dp_compatible", "forward_must_not_mutate", "check_examples_independent"]
 
 
 def _seeded(seed, build):
@@ -185,3 +185,42 @@ def forward_must_not_mutate(model: nn.Module) -> Iterator[None]:
             "change(s) in all): state written from the data in the forward pass is released "
             "without noise. Use modules that do not update parameters, buffers or attributes "
             "when called (e.g. no running statistics, nn.Embedding without max_norm).")
+
+
+def check_examples_independent(model: nn.Module, like: torch.Tensor) -> None:
+    """Raise ``ValueError`` if ``model`` mixes the examples of a batch (checked on a probe).
+
+    DP-SGD bounds one record's influence by clipping ITS gradient, which assumes that example
+    i's output depends on input i alone. A layer that normalises over the batch (BatchNorm, or a
+    hand-written ``x - x.mean(0)``) breaks this: on the ghost path one added record then moves
+    the clipped sum by far more than C (10.7 against C = 1 in a test), and the vmap path trains a
+    different model (each example normalised alone). The probe is synthetic — four random inputs
+    of ``like``'s shape and dtype (tokens 0/1 for integer inputs), never the private data — run
+    as a batch and one at a time, in eval mode (so dropout is off) and without gradients;
+    outputs must agree to float tolerance. A model whose mixing depends on the data's values
+    can evade a probe: read the model.
+    """
+    if not isinstance(like, torch.Tensor) or like.dim() == 0:
+        return
+    gen = torch.Generator().manual_seed(0)
+    shape = (4, *like.shape[1:])
+    if like.is_floating_point():
+        probe = torch.randn(shape, generator=gen, dtype=like.dtype)
+    else:
+        probe = torch.randint(0, 2, shape, generator=gen).to(like.dtype)
+    dev = next((p.device for p in model.parameters()), like.device)
+    probe = probe.to(dev)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), forward_must_not_mutate(model):
+            whole = model(probe)
+            alone = torch.cat([model(probe[i:i + 1]) for i in range(probe.shape[0])])
+    finally:
+        model.train(was_training)
+    if whole.shape != alone.shape or not torch.allclose(whole, alone, rtol=1e-4, atol=1e-5):
+        raise ValueError(
+            "the model's output for one example depends on the other examples of its batch "
+            "(batch statistics, attention across the batch, ...): per-example clipping then "
+            "does not bound one record's influence. Make every layer act on each example alone "
+            "(e.g. nn.GroupNorm or nn.LayerNorm instead of batch normalisation).")

@@ -56,7 +56,7 @@ from ..accounting._base import check_delta
 from ..samplers import poisson_batches
 from .ghost import ghost_clipped_grad_sum
 from .grads import check_max_grad_norm, clipped_grad_sum
-from .models import check_dp_compatible, forward_must_not_mutate
+from .models import check_dp_compatible, check_examples_independent, forward_must_not_mutate
 
 __all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits",
            "steps_for_epochs", "make_accountant"]
@@ -319,6 +319,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
         raise ValueError(f"ghost and progress must be True or False, got {ghost!r}, {progress!r}")
     x, y = _as_tensors(train_data, "train_data", finite=True)
     n = x.shape[0]
+    check_examples_independent(model, x)
     sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
     vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
                                                             virtual_batch_size)

@@ -338,3 +338,26 @@ def test_ghost_refuses_a_penalty_on_a_weight_inside_the_loss():
     with pytest.raises(ValueError, match="outside its own layer"):
         ghost_clipped_grad_sum(model, penalised, torch.randn(5, 6), torch.randint(0, 3, (5,)),
                                1.0)
+
+
+class BatchStandardise(nn.Module):
+    """A hand-written batch standardisation: every output depends on the whole batch."""
+
+    def forward(self, x):
+        return (x - x.mean(0, keepdim=True)) * 10
+
+
+def test_a_model_that_mixes_the_batch_is_refused_by_train():
+    model = nn.Sequential(BatchStandardise(), nn.Linear(5, 3))
+    x, y = torch.tensor(X[:20]), torch.tensor(Y[:20])
+    # what it would leak on the ghost path: adding one record moves the clipped sum by ≫ C
+    x2 = torch.cat([torch.full((1, 5), 100.0), x[1:]])
+    a = ghost_clipped_grad_sum(model, F.cross_entropy, x[1:], y[1:], 1.0)[0]
+    b = ghost_clipped_grad_sum(model, F.cross_entropy, x2, y, 1.0)[0]
+    assert torch.cat([(a[k] - b[k]).flatten() for k in a]).norm() > 5.0
+    for ghost in (False, True):
+        with pytest.raises(ValueError, match="depends on the other examples"):
+            train(model, (X, Y), seed=0, ghost=ghost, **RUN)
+    # per-example models pass the probe (GroupNorm, LayerNorm, dropout in train mode)
+    ok = nn.Sequential(nn.Linear(5, 8), nn.LayerNorm(8), nn.Dropout(0.5), nn.Linear(8, 3))
+    train(ok, (X, Y), seed=0, **RUN)
