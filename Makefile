@@ -69,7 +69,7 @@ browser:
 test: test-unit test-notebooks test-book test-student test-site test-assignments
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests/unit tests/book tests/audit -q
+	$(PY) -m pytest tests/unit tests/adversary tests/book tests/audit -q
 
 test-notebooks: $(STAMP)
 	DPBOOK_QUICK=1 $(PY) -m pytest --nbval-lax -p no:cacheprovider chapters/ -q
@@ -102,9 +102,10 @@ lab: $(STAMP)
 	$(PIP) jupyterlab 2>&1 | grep -v "^WARNING: Location" || true
 	$(VENV)/bin/jupyter lab $(LAB_FLAGS) chapters/
 
-# Rewrite every chapter's Colab install cell from repository.url in _config.yml.
+# Rewrite every chapter's Colab install cell from repository.url in _config.yml, pinned to the
+# commit HEAD (commit dplib first) or to REF (make sync REF=<commit or tag>).
 sync: $(STAMP)
-	$(PY) tools/sync_notebooks.py
+	$(PY) tools/sync_notebooks.py $(if $(REF),--ref $(REF),)
 
 clean:
 	rm -rf _build

@@ -4,17 +4,21 @@ public data sets that download only when asked.
 * Offline: :func:`synthetic_survey`, :func:`synthetic_health_records`, :func:`load_digits`
   (scikit-learn's bundled 8×8 digits, 1,797 images — no network).
 * Online, for Colab / GPU runs: :func:`load_mnist`, :func:`load_cifar10`. They download the
-  official files once (``download=True``), check their MD5 sums (the ones torchvision checks),
-  and cache them under ``root`` (default ``$DPBOOK_DATA`` or ``~/.cache/dplib``). Tests never
+  official files once (``download=True``) and cache them under ``root`` (default
+  ``$DPBOOK_DATA`` or ``~/.cache/dplib``). Every file is read into memory once and checked
+  against the SHA-256 written below *before* it is parsed: a cached or downloaded file with
+  another hash is deleted and refused, never opened (an MD5 match proves nothing against a
+  crafted file, and CIFAR-10's batches are pickles, which run code when loaded). Tests never
   download: they exercise the same code on small local files.
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 import pickle
-import shutil
+import re
 import tarfile
 import tempfile
 import urllib.error
@@ -157,72 +161,111 @@ def is_online(url: str = "https://ossci-datasets.s3.amazonaws.com",
         return False
 
 
-def _md5(path: Path) -> str:
-    h = hashlib.md5()   # noqa: S324 - integrity check against the published sums, not security
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _fetch(name: str, urls: tuple[str, ...], md5: str, folder: Path, download: bool) -> Path:
-    """The cached file ``folder/name`` with checksum ``md5``, downloading it if allowed.
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
-    A cached file with a wrong checksum is refused (never silently used). Downloads go to a
-    temporary file that is renamed only after its checksum matched, so an interrupted download
-    leaves no corrupt cache behind. Mirrors are tried in order.
+
+def _fetch(name: str, urls: tuple[str, ...], sha256: str, folder: Path, download: bool) -> bytes:
+    """The content of ``folder/name``, verified to have SHA-256 ``sha256``; downloaded if allowed.
+
+    The bytes are read once and hashed, and the caller parses those same bytes, so nothing can
+    swap the file between the check and the read. A cached file with another hash is deleted
+    and refused (``ValueError``). A download is checked in memory and written to the cache
+    (through a temporary file renamed at the end) only when it matches; mirrors are tried in
+    order, and a mismatch from every mirror raises ``RuntimeError`` leaving nothing behind.
     """
+    if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+        raise ValueError(f"sha256 of {name} must be 64 lowercase hex digits, got {sha256!r}")
     path = folder / name
     if path.exists():
-        got = _md5(path)
-        if got != md5:
-            raise ValueError(f"cached file {path} has MD5 {got}, expected {md5}: delete it and "
-                             "download again")
-        return path
+        data = path.read_bytes()
+        got = _sha256(data)
+        if got != sha256:
+            path.unlink()
+            raise ValueError(f"cached file {path} has SHA-256 {got}, expected {sha256}: it was "
+                             "deleted unread; call again with download=True to fetch it again")
+        return data
     if not download:
         raise FileNotFoundError(f"{path} is missing; call with download=True (needs network) "
                                 f"or put the official file there")
     folder.mkdir(parents=True, exist_ok=True)
     errors = []
     for url in urls:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=name + ".", suffix=".part")
         try:
             req = urllib.request.Request(url, headers={"User-Agent": "dplib"})
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(req, timeout=60) as r:
-                shutil.copyfileobj(r, out)
-            got = _md5(Path(tmp))
-            if got != md5:
-                raise ValueError(f"MD5 {got} != expected {md5}")
-            os.replace(tmp, path)
-            return path
-        except Exception as exc:   # try the next mirror, report all failures at the end
+            with urllib.request.urlopen(req, timeout=60) as r:
+                data = r.read()
+        except Exception as exc:   # offline or missing: try the next mirror
             errors.append(f"{url}: {exc}")
+            continue
+        got = _sha256(data)
+        if got != sha256:
+            errors.append(f"{url}: SHA-256 {got} != expected {sha256}")
+            continue
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=name + ".", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(tmp, path)
+        finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
+        return data
     raise RuntimeError(f"could not download {name}: " + "; ".join(errors))
 
 
-#: MNIST files and their MD5 sums (as checked by torchvision.datasets.MNIST).
+class _ArrayUnpickler(pickle.Unpickler):
+    """Unpickles dicts, lists, strings, numbers and NumPy arrays, and nothing else.
+
+    A second line of defence behind the SHA-256 check: CIFAR-10's batches need only NumPy's array
+    reconstruction, so any other global a pickle names (``os.system``, ``builtins.eval``, ...) is
+    refused with ``pickle.UnpicklingError`` instead of being called.
+    """
+
+    ALLOWED = frozenset({
+        ("numpy", "ndarray"), ("numpy", "dtype"),
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+        ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+        ("_codecs", "encode"),   # bytes written by Python 3 at protocol 2
+    })
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a data file")
+        return super().find_class(module, name)
+
+
+#: MNIST files (LeCun et al. 1998) and their SHA-256 sums: the official files, the ones whose
+#: MD5 sums torchvision.datasets.MNIST checks (f68b3c2d…, d53e105e…, 9fb629c4…, ec29112d…).
 MNIST_FILES = {
-    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
-    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
-    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
-    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+    "train-images-idx3-ubyte.gz":
+        "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+    "train-labels-idx1-ubyte.gz":
+        "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+    "t10k-images-idx3-ubyte.gz":
+        "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+    "t10k-labels-idx1-ubyte.gz":
+        "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
 }
 MNIST_MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/",
                  "https://storage.googleapis.com/cvdf-datasets/mnist/")
-#: CIFAR-10 python archive (Krizhevsky 2009) and its MD5 sum.
-CIFAR10_FILE = ("cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a")
+#: CIFAR-10 python archive (Krizhevsky 2009) and its SHA-256 (the value torchvision's dataset
+#: prototypes pin; the archive's MD5 is c58f30108f718f92721af3b95e74349a).
+CIFAR10_FILE = ("cifar-10-python.tar.gz",
+                "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce")
 CIFAR10_MIRRORS = ("https://www.cs.toronto.edu/~kriz/",)
 
 
-def _read_idx(path: Path) -> np.ndarray:
-    """An IDX file (LeCun's MNIST format): big-endian magic 0x000008dd (ubyte, d dims), d sizes,
-    then the data."""
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
+def _read_idx(data: bytes, name: str) -> np.ndarray:
+    """A gzipped IDX file (LeCun's MNIST format): big-endian magic 0x000008dd (ubyte, d dims),
+    d sizes, then the data."""
+    raw = gzip.decompress(data)
     if raw[:2] != b"\x00\x00" or raw[2] != 0x08:
-        raise ValueError(f"{path} is not an unsigned-byte IDX file")
+        raise ValueError(f"{name} is not an unsigned-byte IDX file")
     ndim = raw[3]
     shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
@@ -236,22 +279,21 @@ def load_mnist(root: str | os.PathLike | None = None, *, download: bool = False,
                val_fraction: float = 0.0, flatten: bool = False) -> dict:
     """MNIST (LeCun et al. 1998): 60,000 training and 10,000 test 28×28 digits.
 
-    Files are cached in ``root/mnist`` and checked against :data:`MNIST_FILES`. Pixels are scaled
-    to [0, 1] and normalised with the usual MNIST constants (mean 0.1307, std 0.3081 — fixed
-    public numbers, so no data statistic enters). X has shape [n, 1, 28, 28] (or [n, 784] with
-    ``flatten``). Returns the same dict as :func:`load_digits` (``val`` is carved, seeded and
-    stratified, out of the training set when ``val_fraction`` > 0; the official test set is
-    ``test``).
+    Files are cached in ``root/mnist`` and checked against the SHA-256 sums of
+    :data:`MNIST_FILES` before they are decompressed. Pixels are scaled to [0, 1] and
+    normalised with the usual MNIST constants (mean 0.1307, std 0.3081 — fixed public numbers,
+    so no data statistic enters). X has shape [n, 1, 28, 28] (or [n, 784] with ``flatten``).
+    Returns the same dict as :func:`load_digits` (``val`` is carved, seeded and stratified, out
+    of the training set when ``val_fraction`` > 0; the official test set is ``test``).
     """
     folder = _check_root(root) / "mnist"
     seed = check_int("seed", seed, low=0)
     v = check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_open=False)
-    paths = {k: _fetch(k, tuple(m + k for m in MNIST_MIRRORS), md5, folder, download)
-             for k, md5 in MNIST_FILES.items()}
-    xtr = _read_idx(paths["train-images-idx3-ubyte.gz"])
-    ytr = _read_idx(paths["train-labels-idx1-ubyte.gz"])
-    xte = _read_idx(paths["t10k-images-idx3-ubyte.gz"])
-    yte = _read_idx(paths["t10k-labels-idx1-ubyte.gz"])
+    names = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+    xtr, ytr, xte, yte = (_read_idx(_fetch(k, tuple(m + k for m in MNIST_MIRRORS),
+                                           MNIST_FILES[k], folder, download), k)
+                          for k in names)
 
     def prep(x):
         x = (x.astype(np.float32) / 255.0 - 0.1307) / 0.3081
@@ -267,26 +309,29 @@ def load_cifar10(root: str | os.PathLike | None = None, *, download: bool = Fals
                  seed: int = 0, val_fraction: float = 0.0) -> dict:
     """CIFAR-10 (Krizhevsky 2009): 50,000 training and 10,000 test 32×32 colour images.
 
-    The python archive is cached in ``root/cifar10`` (checked against :data:`CIFAR10_FILE`) and
-    read without extracting it to disk. X is float32 [n, 3, 32, 32], scaled to [0, 1] and
-    normalised per channel with the commonly used public constants (mean (0.4914, 0.4822,
-    0.4465), std (0.2470, 0.2435, 0.2616)). Same dict as :func:`load_digits`.
+    The python archive is cached in ``root/cifar10``, checked against the SHA-256 of
+    :data:`CIFAR10_FILE` before it is opened, and read without extracting it to disk; its
+    pickled batches are loaded by an unpickler that builds NumPy arrays and nothing else.
+    X is float32 [n, 3, 32, 32], scaled to [0, 1] and normalised per channel with the commonly
+    used public constants (mean (0.4914, 0.4822, 0.4465), std (0.2470, 0.2435, 0.2616)). Same
+    dict as :func:`load_digits`.
     """
     folder = _check_root(root) / "cifar10"
     seed = check_int("seed", seed, low=0)
     v = check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_open=False)
-    name, md5 = CIFAR10_FILE
-    path = _fetch(name, tuple(m + name for m in CIFAR10_MIRRORS), md5, folder, download)
+    name, sha = CIFAR10_FILE
+    data = _fetch(name, tuple(m + name for m in CIFAR10_MIRRORS), sha, folder, download)
     parts: dict[str, dict] = {}
-    with tarfile.open(path, "r:gz") as tar:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         for member in tar.getmembers():
             base = os.path.basename(member.name)
-            if base.startswith("data_batch_") or base == "test_batch":
-                parts[base] = pickle.load(tar.extractfile(member), encoding="latin1")
+            if member.isfile() and (base.startswith("data_batch_") or base == "test_batch"):
+                parts[base] = _ArrayUnpickler(tar.extractfile(member),
+                                              encoding="latin1").load()
     train_names = [f"data_batch_{i}" for i in range(1, 6)]
     missing = [k for k in train_names + ["test_batch"] if k not in parts]
     if missing:
-        raise ValueError(f"{path} lacks {missing}")
+        raise ValueError(f"{folder / name} lacks {missing}")
     mean = np.array([0.4914, 0.4822, 0.4465], np.float32).reshape(1, 3, 1, 1)
     std = np.array([0.2470, 0.2435, 0.2616], np.float32).reshape(1, 3, 1, 1)
 

@@ -14,12 +14,16 @@ and writes, for each master ``NAME.ipynb``::
     OUT/NAME/autograder/NAME.ipynb    the solutions
     OUT/NAME/autograder/NAME-autograder_*.zip   grade with: otter run -a <zip> submission.ipynb
 
+The student notebook's ``TESTS_SHA256`` is set to the SHA-256 of its ``tests.zip``: in Colab its
+first cell unpacks a ``tests.zip`` (uploaded or downloaded) only if it has that hash, since the
+grader runs the tests' code. Its ``OTTER`` pin is set to the otter-grader that wrote the tests.
 With ``--url``, the student notebook's ``TESTS_URL`` is set to ``URL/NAME/tests.zip`` so that in
 Colab its first cell downloads the public tests by itself (publish ``student/tests.zip`` there).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import shutil
@@ -31,9 +35,13 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sync_notebooks import OTTER_LINE, otter_requirement  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = ROOT / "assignments"
 TESTS_URL_LINE = re.compile(r'^TESTS_URL = "[^"]*"', re.M)
+TESTS_SHA256_LINE = re.compile(r'^TESTS_SHA256 = "[^"]*"', re.M)
 
 
 def master_notebooks() -> list[Path]:
@@ -47,6 +55,8 @@ class Generated:
     student: Path        # the student notebook
     solution: Path       # the autograder's copy of the notebook, with solutions
     autograder: Path     # the autograder zip file
+    tests_zip: Path      # the public tests, for Colab
+    tests_sha256: str    # its SHA-256, written into the student notebook's setup cell
 
 
 def _otter() -> list[str]:
@@ -78,16 +88,30 @@ def generate(master: Path, out: Path, *, url: str | None = None,
     if not (student.exists() and solution.exists() and len(zips) == 1):
         raise RuntimeError(f"otter assign wrote an unexpected layout in {dest}")
     # The public tests as one zip: uploaded next to the notebook in Colab, or published at URL.
-    with zipfile.ZipFile(dest / "student" / "tests.zip", "w") as zf:
+    tests_zip = dest / "student" / "tests.zip"
+    with zipfile.ZipFile(tests_zip, "w") as zf:
         for test in sorted((dest / "student" / "tests").glob("*.py")):
             zf.write(test, f"tests/{test.name}")
-    if url:
-        nb = nbformat.read(student, as_version=4)
-        cell = next(c for c in nb.cells if c.cell_type == "code")
-        cell.source = TESTS_URL_LINE.sub(
-            f'TESTS_URL = "{url.rstrip("/")}/{name}/tests.zip"', cell.source)
-        nbformat.write(nb, student)
-    return Generated(name, student, solution, zips[0])
+    sha = hashlib.sha256(tests_zip.read_bytes()).hexdigest()
+    _pin_student_setup(student, sha, f"{url.rstrip('/')}/{name}/tests.zip" if url else None)
+    return Generated(name, student, solution, zips[0], tests_zip, sha)
+
+
+def _pin_student_setup(student: Path, tests_sha256: str, tests_url: str | None) -> None:
+    """Write the tests' SHA-256, this otter-grader's version and (if given) the tests' URL into
+    the student notebook's setup cell."""
+    nb = nbformat.read(student, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code")
+    lines = [(TESTS_SHA256_LINE, f'TESTS_SHA256 = "{tests_sha256}"'),
+             (OTTER_LINE, f'OTTER = "{otter_requirement()}"')]
+    if tests_url:
+        lines.append((TESTS_URL_LINE, f'TESTS_URL = "{tests_url}"'))
+    for pattern, line in lines:
+        if not pattern.search(cell.source):
+            raise RuntimeError(f"the setup cell of {student.name} has no {line.split(' =')[0]} "
+                               "line: copy the setup cell of an existing assignment")
+        cell.source = pattern.sub(lambda _: line, cell.source)
+    nbformat.write(nb, student)
 
 
 @dataclass

@@ -1,16 +1,31 @@
-"""Keep every chapter's Colab install cell pointing at ``repository.url`` in ``_config.yml``.
+"""Keep every Colab install cell pinned: ``repository.url`` of ``_config.yml``, at one commit.
 
 ``_config.yml`` is the one place the repository's address is written; a notebook opened in Colab
 cannot read it, so the address is copied into the ``BOOK_REPO = ...`` line of each chapter's first
 code cell, and of each assignment's master notebook, and into ``assignments/requirements.txt``
-(what an autograder image installs). Run ``make sync`` after changing the URL; ``tests/book`` and
-``tests/assignments`` fail while they disagree. ``make sync`` also links, from the front matter,
-every planned chapter that has entered the table of contents (tools/front_matter.py).
+(what an autograder image installs). What Colab installs is pinned too, so that a later push to
+the repository (or to PyPI) cannot change what a reader's notebook runs:
+
+* ``BOOK_REF = "<40-hex commit>"``: the commit of the repository the cell installs
+  (``git+{BOOK_REPO}@{BOOK_REF}``): ``HEAD`` when ``make sync`` runs, or ``--ref`` (a commit or
+  tag, written as the commit it names). A commit hash names its content; a branch or a tag can
+  be moved. Commit your changes to ``dplib`` first, then sync, and push that commit.
+* ``OTTER = "otter-grader==X.Y.Z"`` in the assignments: the otter-grader installed here, the one
+  that writes the tests and the autograder (``tools/assignments.py``).
+
+Run ``make sync`` (``make sync REF=<commit or tag>``) after changing the URL or before
+publishing; ``tests/book``, ``tests/assignments`` and ``tests/adversary`` fail while the cells
+disagree. It edits only those lines of the setup cells and ``requirements.txt``. ``make sync``
+also links, from the front matter, every planned chapter that has entered the table of contents
+(tools/front_matter.py).
 """
 from __future__ import annotations
 
+import argparse
 import re
+import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
@@ -18,6 +33,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO_LINE = re.compile(r'^BOOK_REPO = "[^"]*"', re.M)
+REF_LINE = re.compile(r'^BOOK_REF = "[^"]*"', re.M)
+OTTER_LINE = re.compile(r'^OTTER = "[^"]*"', re.M)
+#: What ``BOOK_REF`` holds: a full commit hash.
+COMMIT = re.compile(r"[0-9a-f]{40}")
+REQUIREMENTS = ROOT / "assignments" / "requirements.txt"
 
 
 def repository_url() -> str:
@@ -38,23 +58,100 @@ def setup_cell(nb) -> nbformat.NotebookNode:
     return next(c for c in nb.cells if c.cell_type == "code")
 
 
-def main() -> int:
-    url = repository_url()
+def _git(*args: str) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    except FileNotFoundError:   # no git on this machine
+        return None
+
+
+def book_ref(ref: str | None = None) -> str:
+    """The 40-hex commit the notebooks install: the one ``ref`` names (commit or tag), or HEAD.
+
+    Without git (or without the commit in a shallow clone) only a full commit hash is accepted.
+    """
+    proc = _git("rev-parse", "--verify", "--quiet", f"{ref or 'HEAD'}^{{commit}}")
+    if proc is not None and proc.returncode == 0 and COMMIT.fullmatch(proc.stdout.strip()):
+        return proc.stdout.strip()
+    if ref is not None and COMMIT.fullmatch(ref):
+        return ref
+    if ref is None:
+        raise ValueError("no git history here: pass --ref <40-hex commit>")
+    raise ValueError(f"ref must name a commit of this repository (a commit hash or a tag), "
+                     f"got {ref!r}")
+
+
+def otter_requirement() -> str:
+    """``otter-grader==<the version installed here>``: the grader that writes the tests."""
+    return f"otter-grader=={metadata.version('otter-grader')}"
+
+
+def pin_setup_source(source: str, url: str, ref: str, otter: str | None) -> str:
+    """The setup cell's source with its ``BOOK_REPO``/``BOOK_REF`` (and ``OTTER``) lines set.
+
+    Raises ``ValueError`` when a line is missing or the cell installs the repository unpinned:
+    a new notebook must start from the setup cell of an existing one.
+    """
+    lines = [(REPO_LINE, f'BOOK_REPO = "{url}"'), (REF_LINE, f'BOOK_REF = "{ref}"')]
+    if otter is not None:
+        lines.append((OTTER_LINE, f'OTTER = "{otter}"'))
+    for pattern, line in lines:
+        if not pattern.search(source):
+            raise ValueError(f"the setup cell has no {line.split(' =')[0]} line: copy the setup "
+                             "cell of an existing notebook")
+        source = pattern.sub(lambda _: line, source)
+    if 'f"git+{BOOK_REPO}@{BOOK_REF}"' not in source:
+        raise ValueError('the setup cell must install f"git+{BOOK_REPO}@{BOOK_REF}"')
+    return source
+
+
+def _uncommitted_library() -> bool:
+    proc = _git("status", "--porcelain", "--", "dplib", "pyproject.toml", "requirements.txt")
+    return proc is not None and proc.returncode == 0 and bool(proc.stdout.strip())
+
+
+def sync_setup_cells(url: str, ref: str, otter: str) -> list[Path]:
+    """Pin every chapter's and assignment's setup cell (only that cell, and only if needed)."""
+    changed = []
     for path in chapter_notebooks() + assignment_notebooks():
         nb = nbformat.read(path, as_version=4)
         cell = setup_cell(nb)
-        new = REPO_LINE.sub(f'BOOK_REPO = "{url}"', cell.source)
+        is_assignment = path.parent.name == "assignments"
+        try:
+            new = pin_setup_source(cell.source, url, ref, otter if is_assignment else None)
+        except ValueError as err:
+            raise ValueError(f"{path.relative_to(ROOT)}: {err}") from None
         if new != cell.source:
             cell.source = new
             nbformat.write(nb, path)
-            print(f"updated {path.relative_to(ROOT)}")
-    requirements = ROOT / "assignments" / "requirements.txt"
-    if requirements.exists():
-        text = requirements.read_text()
-        new = re.sub(r"^git\+\S+", f"git+{url}", text, flags=re.M)
-        if new != text:
-            requirements.write_text(new)
-            print(f"updated {requirements.relative_to(ROOT)}")
+            changed.append(path)
+    return changed
+
+
+def sync_requirements(url: str, ref: str) -> bool:
+    """Pin the ``git+`` line of ``assignments/requirements.txt`` to ``url@ref``."""
+    if not REQUIREMENTS.exists():
+        return False
+    text = REQUIREMENTS.read_text()
+    new = re.sub(r"^git\+\S+", lambda _: f"git+{url}@{ref}", text, flags=re.M)
+    if new != text:
+        REQUIREMENTS.write_text(new)
+    return new != text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ref", default=None,
+                        help="commit or tag the notebooks install (default: HEAD)")
+    args = parser.parse_args(argv)
+    url, ref, otter = repository_url(), book_ref(args.ref), otter_requirement()
+    if args.ref is None and _uncommitted_library():
+        print(f"warning: dplib has uncommitted changes; the notebooks install {ref}, which lacks "
+              "them: commit, then run `make sync` again", file=sys.stderr)
+    for path in sync_setup_cells(url, ref, otter):
+        print(f"updated {path.relative_to(ROOT)}")
+    if sync_requirements(url, ref):
+        print(f"updated {REQUIREMENTS.relative_to(ROOT)}")
     # Planned chapters that have entered the toc: link them from the front matter.
     from front_matter import link_landed_chapters
     for rel, n in link_landed_chapters().items():

@@ -49,6 +49,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 import zlib
 from typing import Sequence
 
@@ -61,7 +62,7 @@ from .data import STOPWORDS, public_corpus, tokenize, vocabulary
 from .prompts import PromptBatch
 
 __all__ = ["HashingEmbedder", "WordVectors", "OfflineICL", "HFCausalLM", "transformers_available",
-           "generate", "EOS"]
+           "generate", "EOS", "PINNED_REVISIONS"]
 
 #: The token that starts and ends every text (as GPT-2's ``<|endoftext|>``).
 EOS = "</s>"
@@ -427,35 +428,75 @@ def transformers_available() -> bool:
     return True
 
 
+#: The Hugging Face models the book names, each pinned to one commit of its hub repository
+#: (``openai-community/gpt2`` is the repository ``gpt2`` now redirects to).
+PINNED_REVISIONS: dict[str, str] = {
+    "gpt2": "607a30d783dfa663caf39e06633721c8d4cfcd7e",
+    "openai-community/gpt2": "607a30d783dfa663caf39e06633721c8d4cfcd7e",
+}
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def _pinned_revision(model_name: str, revision: str | None = None) -> str:
+    """The hub commit to load ``model_name`` at: ``revision``, else the book's pin for that name.
+
+    Refuses (``ValueError``) rather than warns when neither is there, and refuses any revision
+    that is not a full 40-hex commit hash: a name alone, a branch (``"main"``) or a tag can be
+    moved on the hub, so what ``from_pretrained`` loads — code in its tokenizer and config
+    included — would change under the reader without a word. A warning in a notebook is easy to
+    miss; an error names the fix.
+    """
+    if not isinstance(model_name, str) or not model_name:
+        raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
+    if revision is None:
+        revision = PINNED_REVISIONS.get(model_name)
+        if revision is None:
+            raise ValueError(
+                f"revision is required for model_name={model_name!r}: pass revision=<the 40-hex "
+                f"commit of its Hugging Face repository> (pinned by default: "
+                f"{sorted(PINNED_REVISIONS)})")
+    if not isinstance(revision, str) or not _COMMIT.fullmatch(revision):
+        raise ValueError(f"revision must be a 40-hex commit hash (not a branch or tag, which can "
+                         f"move), got {revision!r}")
+    return revision
+
+
 class HFCausalLM:
     """A Hugging Face causal language model behind the interface of :class:`OfflineICL`.
 
     ``HFCausalLM("gpt2")`` loads the tokenizer and model with ``transformers`` (install it and be
-    online, or have the weights cached). ``model``/``tokenizer`` may instead be passed in directly
-    (any objects with the same minimal API; the tests use a tiny fake). Prompts are rendered to
-    text, left-truncated to ``max_length`` tokens and run in batches of ``batch_size`` with left
+    online, or have the weights cached) at the hub commit :data:`PINNED_REVISIONS` gives. Any
+    other model is refused unless ``revision=<40-hex commit>`` is given: a name, branch or tag
+    can be moved on the hub, changing what is loaded without a word, and an error names the fix
+    where a warning is easily missed. Weights are read from safetensors only and no code from the
+    hub is run (``use_safetensors=True``, ``trust_remote_code=False``): a pickled checkpoint can
+    run code when loaded. ``model``/``tokenizer`` may instead be passed in directly (any objects
+    with the same minimal API; the tests use a tiny fake). Prompts are rendered to text,
+    left-truncated to ``max_length`` tokens and run in batches of ``batch_size`` with left
     padding; position ids follow the attention mask so padding does not shift positions.
 
     Classification scores the *first* token of " <label>" for each label and renormalises over
     the labels (the label words of the book's tasks are one GPT-2 token each).
     """
 
-    def __init__(self, model_name: str = "gpt2", *, model=None, tokenizer=None, device=None,
-                 batch_size: int = 8, max_length: int = 1024, local_files_only: bool = False):
+    def __init__(self, model_name: str = "gpt2", *, revision: str | None = None, model=None,
+                 tokenizer=None, device=None, batch_size: int = 8, max_length: int = 1024,
+                 local_files_only: bool = False):
         import torch
 
         from ..device import as_device
 
         if model is None or tokenizer is None:
+            revision = _pinned_revision(model_name, revision)   # before anything is imported
             if not transformers_available():
                 raise ImportError("HFCausalLM needs the `transformers` package "
                                   "(pip install transformers) and the model weights; "
                                   "use dplib.icl.OfflineICL to run offline")
             from transformers import AutoModelForCausalLM, AutoTokenizer
-            tokenizer = AutoTokenizer.from_pretrained(model_name,
-                                                      local_files_only=local_files_only)
-            model = AutoModelForCausalLM.from_pretrained(model_name,
-                                                         local_files_only=local_files_only)
+            hub = dict(revision=revision, local_files_only=local_files_only,
+                       trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(model_name, **hub)
+            model = AutoModelForCausalLM.from_pretrained(model_name, use_safetensors=True, **hub)
         self.torch = torch
         self.device = as_device(device)
         self.model = model.to(self.device).eval()

@@ -28,7 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 from assignments import generate, grade, master_notebooks  # noqa: E402
-from sync_notebooks import REPO_LINE, repository_url  # noqa: E402
+from sync_notebooks import OTTER_LINE, REF_LINE, REPO_LINE, repository_url  # noqa: E402
 
 MASTERS = master_notebooks()
 NAMES = [m.stem for m in MASTERS]
@@ -262,10 +262,13 @@ def test_setup_cell_installs_from_configured_repository(name):
     assert REPO_LINE.search(setup.source).group(0) == f'BOOK_REPO = "{repository_url()}"', \
         "run `make sync`"
     assert '"google.colab" in sys.modules' in setup.source
-    assert '"otter-grader"' in setup.source and 'TESTS_URL = ""' in setup.source
+    assert OTTER_LINE.search(setup.source) and 'TESTS_URL = ""' in setup.source
+    assert 'TESTS_SHA256 = ""' in setup.source
     assert f'NOTEBOOK = "{name}.ipynb"' in setup.source
+    ref = REF_LINE.search(setup.source).group(0).split('"')[1]
     req = (ROOT / "assignments" / "requirements.txt").read_text().split()
-    assert f"git+{repository_url()}" in req, "the autograder image installs dplib: make sync"
+    assert f"git+{repository_url()}@{ref}" in req, \
+        "the autograder image installs dplib at the notebooks' commit: make sync"
 
 
 def test_colab_branch_unpacks_public_tests(tmp_path, monkeypatch):
@@ -290,8 +293,8 @@ def test_colab_branch_unpacks_public_tests(tmp_path, monkeypatch):
     monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
     namespace: dict = {}
     exec(compile(setup.source, "setup", "exec"), namespace)
-    assert calls and any(f"git+{repository_url()}" in part for part in calls[0])
-    assert "otter-grader" in calls[0]
+    assert calls and any(part.startswith(f"git+{repository_url()}@") for part in calls[0])
+    assert any(part.startswith("otter-grader==") for part in calls[0])
     with zipfile.ZipFile(g.student.parent / "tests.zip") as zf:
         expected = sorted(n for n in zf.namelist() if n.endswith(".py"))
     assert sorted(f"tests/{p.name}" for p in (work / "tests").glob("*.py")) == expected

@@ -1,6 +1,6 @@
 """dplib.datasets loaders: digits (offline, bundled with scikit-learn) and the MNIST / CIFAR-10
-download code, exercised on small fake files in the official formats (nothing is downloaded:
-"mirrors" are file:// URLs in a temporary directory)."""
+download code (SHA-256 checked), exercised on small fake files in the official formats (nothing
+is downloaded: "mirrors" are file:// URLs in a temporary directory)."""
 import gzip
 import hashlib
 import io
@@ -51,8 +51,8 @@ def _idx(arr: np.ndarray) -> bytes:
     return gzip.compress(header + arr.astype(np.uint8).tobytes())
 
 
-def _md5(b: bytes) -> str:
-    return hashlib.md5(b).hexdigest()
+def _sha256(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def fake_mnist(tmp_path, monkeypatch):
     mirror.mkdir()
     for k, b in files.items():
         (mirror / k).write_bytes(b)
-    monkeypatch.setattr(ds, "MNIST_FILES", {k: _md5(b) for k, b in files.items()})
+    monkeypatch.setattr(ds, "MNIST_FILES", {k: _sha256(b) for k, b in files.items()})
     monkeypatch.setattr(ds, "MNIST_MIRRORS", (f"file://{tmp_path}/missing/",
                                               f"file://{mirror}/"))
     return tmp_path / "cache", files
@@ -89,16 +89,17 @@ def test_mnist_download_checksum_cache_and_format(fake_mnist):
     flat = ds.load_mnist(root, flatten=True, val_fraction=0.2)
     assert flat["train"][0].shape == (40, 784) and flat["val"][0].shape == (10, 784)
     (root / "mnist" / "t10k-labels-idx1-ubyte.gz").write_bytes(b"corrupt")
-    with pytest.raises(ValueError, match="MD5"):
+    with pytest.raises(ValueError, match="SHA-256"):
         ds.load_mnist(root)
+    assert not (root / "mnist" / "t10k-labels-idx1-ubyte.gz").exists()   # deleted, not kept
 
 
 def test_download_with_wrong_checksum_leaves_nothing(fake_mnist, monkeypatch):
     root, files = fake_mnist
     bad = dict(ds.MNIST_FILES)
-    bad["t10k-labels-idx1-ubyte.gz"] = "0" * 32
+    bad["t10k-labels-idx1-ubyte.gz"] = "0" * 64
     monkeypatch.setattr(ds, "MNIST_FILES", bad)
-    with pytest.raises(RuntimeError, match="MD5"):
+    with pytest.raises(RuntimeError, match="SHA-256"):
         ds.load_mnist(root, download=True)
     assert not (root / "mnist" / "t10k-labels-idx1-ubyte.gz").exists()
     assert not list((root / "mnist").glob("*.part"))
@@ -118,7 +119,7 @@ def test_cifar10_from_a_fake_archive(tmp_path, monkeypatch):
     mirror = tmp_path / "m"
     mirror.mkdir()
     (mirror / "cifar-10-python.tar.gz").write_bytes(archive)
-    monkeypatch.setattr(ds, "CIFAR10_FILE", ("cifar-10-python.tar.gz", _md5(archive)))
+    monkeypatch.setattr(ds, "CIFAR10_FILE", ("cifar-10-python.tar.gz", _sha256(archive)))
     monkeypatch.setattr(ds, "CIFAR10_MIRRORS", (f"file://{mirror}/",))
     d = ds.load_cifar10(tmp_path / "cache", download=True)
     assert d["train"][0].shape == (20, 3, 32, 32) and d["test"][0].shape == (3, 3, 32, 32)
