@@ -20,7 +20,10 @@ the released sum under replace-one (2C for a clipped sum with clipping norm C), 
 ``PLDAccountant(neighboring="replace_one")`` (σ = noise std / C, the 2C sensitivity built in).
 
 All samplers take an explicit ``rng`` (numpy ``Generator`` or seed) and return index arrays into
-``range(n)``. None of them loops over examples in Python.
+``range(n)``. None of them loops over examples in Python. Amplification by subsampling assumes
+the batches are secret: an integer seed makes them reproducible by anyone who knows it, which is
+for experiments and tests, never for a release — there pass ``np.random.default_rng()`` (fresh
+entropy from the operating system).
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ import numpy as np
 from ._validate import as_generator, check_int, check_probability
 
 __all__ = ["poisson_batches", "fixed_size_batches", "shuffled_epochs"]
+
+_MAX_DECISIONS = 2 ** 62
 
 
 def _check_batch_size(batch_size: object, n: int) -> int:
@@ -47,26 +52,36 @@ def poisson_batches(n: int, sample_rate: float, num_steps: int,
     Vectorised by geometric gaps: the n·T inclusion decisions are one Bernoulli(q) sequence, whose
     successes are at cumulative sums of Geometric(q) gaps; position p is record p mod n of step
     p div n. Cost O(nqT), not O(nT). Returns a list of sorted int64 index arrays.
+
+    Gaps are capped at n·T + 1 before they are summed (a gap that long already ends the
+    sequence, so the law is unchanged): for a tiny q numpy's geometric draws reach 2⁶³ − 1 and
+    their int64 sum would wrap around into negative "record indices". n·T must stay below 2⁶².
     """
     n = check_int("n", n, low=1)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     steps = check_int("num_steps", num_steps, low=1)
-    gen = as_generator(rng)
     total = n * steps
+    if total >= _MAX_DECISIONS:
+        raise ValueError(f"num_steps must keep n * num_steps < 2**62 (int64 positions), got "
+                         f"n = {n} and num_steps = {steps}")
+    gen = as_generator(rng)
     if q == 1.0:
         return [np.arange(n, dtype=np.int64) for _ in range(steps)]
     chunks, last = [], -1
     expected = total * q
     while True:
         size = int(expected + 6 * np.sqrt(expected + 1) + 16)
-        pos = last + np.cumsum(gen.geometric(q, size=size).astype(np.int64))
-        chunks.append(pos)
-        if pos[-1] >= total:
+        gaps = np.minimum(gen.geometric(q, size=size), total + 1).astype(np.int64)
+        # the first sum ≥ total precedes any int64 wrap-around (n·T < 2**62): cut there
+        pos = last + np.cumsum(gaps)
+        past = np.flatnonzero(pos >= total)
+        if past.size:
+            chunks.append(pos[:past[0]])
             break
+        chunks.append(pos)
         last = int(pos[-1])
         expected = (total - last) * q
     pos = np.concatenate(chunks)
-    pos = pos[pos < total]
     bounds = np.searchsorted(pos, np.arange(1, steps) * n)
     return [b - k * n for k, b in enumerate(np.split(pos, bounds))]
 

@@ -21,6 +21,12 @@ Generation — the answers are sentences, too many to vote over:
   keyword of a public keyword list occurs, then release the top-k keywords privately, either with
   the joint exponential mechanism (:func:`joint_exponential_topk`, Gillenwater et al. 2022) or by
   propose-test-release (:func:`ptr_topk`); a public step turns the keywords into a sentence.
+
+Every release takes an explicit ``rng``. An integer seed makes the subsets and the noise
+reproducible by anyone who knows it: for experiments, never for a release (pass
+``np.random.default_rng()``). The unit of privacy is one exemplar: a person who contributed c
+exemplars is protected as a group of c (Dwork & Roth 2014, Thm 2.2), since their exemplars may
+land in c different subsets.
 """
 from __future__ import annotations
 
@@ -102,6 +108,24 @@ def partition_exemplars(n: int, num_subsets: int, num_queries: int = 1, *,
     return out.reshape(qn, m, k)
 
 
+def _check_disjoint(name: str, demos: np.ndarray) -> np.ndarray:
+    """Refuse subsets (Q, M, k) of which two, for one query, share an exemplar (``-1`` = empty).
+
+    "One exemplar changes one answer" — the sensitivity every accountant here assumes — holds
+    only if each exemplar is in at most one subset of a query; an exemplar placed in all M
+    subsets would move M votes. Vectorised: sort each query's indices, compare neighbours.
+    """
+    d = np.asarray(demos)
+    flat = np.sort(d.reshape(d.shape[0], -1), axis=1)
+    dup = (flat[:, 1:] == flat[:, :-1]) & (flat[:, 1:] >= 0)
+    if dup.any():
+        qi, j = np.argwhere(dup)[0]
+        raise ValueError(f"{name} must give every query disjoint subsets (each exemplar in at "
+                         f"most one subset), got exemplar {int(flat[qi, j + 1])} twice in query "
+                         f"{int(qi)}")
+    return d
+
+
 # ---------------------------------------------------------------------------------------------
 # Classification
 # ---------------------------------------------------------------------------------------------
@@ -121,11 +145,13 @@ def ensemble_votes(model, template: PromptTemplate, pool_texts: Sequence[str],
                    pool_labels: np.ndarray, queries: Sequence[str],
                    demos: np.ndarray) -> Votes:
     """Ask ``model`` once per query and subset: ``demos`` (Q, M, k) from
-    :func:`partition_exemplars`. All Q·M prompts go to the model as one batch."""
+    :func:`partition_exemplars`. All Q·M prompts go to the model as one batch. Subsets of one
+    query that share an exemplar are refused (:func:`_check_disjoint`)."""
     d = np.asarray(demos)
     if d.ndim != 3 or d.shape[0] != len(queries):
         raise ValueError(f"demos must have shape (num_queries={len(queries)}, num_subsets, "
                          f"shots), got {d.shape}")
+    _check_disjoint("demos", d)
     qn, m, k = d.shape
     batch = PromptBatch(template, pool_texts, np.asarray(pool_labels), d.reshape(qn * m, k),
                         [q for q in queries for _ in range(m)])
@@ -138,6 +164,9 @@ def vote_histogram(votes: object, num_classes: int) -> np.ndarray:
     v = np.asarray(votes)
     if not np.issubdtype(v.dtype, np.integer) or v.size and (v.min() < 0 or v.max() >= c):
         raise ValueError(f"votes must be integer labels in [0, {c - 1}], got {votes!r}")
+    if v.ndim == 0 or v.shape[-1] == 0:
+        raise ValueError(f"votes must hold at least one vote along the last axis, got shape "
+                         f"{v.shape}")
     flat = v.reshape(-1, v.shape[-1])
     offs = np.arange(flat.shape[0])[:, None] * c
     counts = np.bincount((flat + offs).ravel(), minlength=flat.shape[0] * c)
@@ -173,12 +202,26 @@ def rnm_vote(histograms: object, epsilon: float, *, rng) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Generation: ESA
 # ---------------------------------------------------------------------------------------------
+def _unit_rows(a: np.ndarray) -> np.ndarray:
+    """Rows scaled to ℓ2 norm 1 (zero rows stay zero), without under- or overflow: each row is
+    first divided by its largest |entry|, so its norm lies in [1, √d] before the division."""
+    top = np.max(np.abs(a), axis=1, keepdims=True)
+    b = a / np.where(top > 0, top, 1.0)
+    unit = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1.0)
+    # rounding can leave a norm of 1 + 1e-16; never let it exceed 1
+    return unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1.0)
+
+
 def esa(answer_embeddings: object, candidate_embeddings: object, noise_std: float, *,
         rng) -> tuple[int, np.ndarray]:
     """Embedding space aggregation: the public candidate nearest to the noisy mean answer.
 
     ``answer_embeddings`` (M, d): one embedding per subset's answer; each row is scaled to unit
     norm (rows of zeros stay zero), so one changed answer moves the *sum* by at most 2 in ℓ2.
+    The scaling divides by the largest entry first, so entries as small as 1e-320 or as large
+    as 1e308 (whose squares underflow or overflow) still give a unit row. A non-finite row is
+    refused: map an embedder's failure to a zero row (an abstention) before calling, since a
+    refusal that depends on one private answer is itself an observable outcome.
     The released statistic is mean + N(0, s² I) with s = ``noise_std`` (use
     σ·2/M from :func:`dplib.icl.accounting.gaussian_noise_std` with sensitivity 2/M, or
     equivalently noise σ·2 on the sum). ``candidate_embeddings`` (P, d) must be public; the
@@ -194,9 +237,9 @@ def esa(answer_embeddings: object, candidate_embeddings: object, noise_std: floa
         raise ValueError(f"answer_embeddings (M, d) and candidate_embeddings (P, d) must be 2-D "
                          f"with the same d, got shapes {a.shape} and {c.shape}")
     s = check_real("noise_std", noise_std, low=0.0, low_open=False)
-    unit = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-300)
+    unit = _unit_rows(a)
     noisy = unit.mean(axis=0) + (as_generator(rng).normal(0.0, s, a.shape[1]) if s else 0.0)
-    cn = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-300)
+    cn = _unit_rows(c)
     return int(np.argmax(cn @ noisy)), noisy
 
 

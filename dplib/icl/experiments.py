@@ -47,7 +47,10 @@ def _check_eps(epsilon: object) -> float:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DPICLResult:
-    """Output of :func:`dp_icl_classify` (``noisy`` is what a released histogram would be)."""
+    """Output of :func:`dp_icl_classify` (``noisy`` is what a released histogram would be).
+
+    Only ``predictions`` (and ``noisy``) are private releases; ``votes`` are the ensemble's raw,
+    non-private answers, kept for analysis — publishing them publishes the exemplars' votes."""
     predictions: np.ndarray
     votes: Votes
     noisy: np.ndarray | None
@@ -301,7 +304,9 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
     * ``"esa"`` — each subset writes a summary; the mean of their embeddings + noise (Δ = 2/M
       on the mean, Q releases) picks the nearest of ``num_candidates`` public candidates
       (zero-shot samples of the model from the same prefix). ``embed`` maps a list of texts to
-      an array of embeddings; by default the offline model's hashed lexical embedding;
+      an array of embeddings; by default the offline model's hashed lexical embedding. The
+      answers and the candidates are embedded in separate calls, so the candidates' embeddings
+      never see the private answers;
     * ``"ksa_em"`` / ``"ksa_ptr"`` — histogram of the adjectives of the M summaries; the top
       ``keywords`` by the joint exponential mechanism (ε₀-DP per query) or propose-test-release
       ((ε₀, δ/2Q) per query), composed by :func:`per_query_epsilon`; the public template
@@ -340,6 +345,11 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
     q = min(1.0, max(m * k / len(v) for v in pools.values()))
     qn = len(products)
     kw_list = tuple(NEGATIVE + POSITIVE)
+
+    def embed_texts(texts: list[str]) -> np.ndarray:
+        return (np.asarray(embed(texts)) if embed is not None
+                else model.lexical.embed(texts).toarray())
+
     if method == "per_token":
         noise = gaussian_noise_std(eps, d, qn * t_max, q, VOTE_SENSITIVITY)
     elif method == "esa":
@@ -373,9 +383,9 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
                                                     np.full((num_candidates, 1), -1),
                                                     [prefix] * num_candidates, generation=True),
                                  t_max, temperature=1.0, rng=gen)
-                emb = (np.asarray(embed(answers + cands)) if embed is not None
-                       else model.lexical.embed(answers + cands).toarray())
-                idx, _ = esa(emb[:m], emb[m:], noise, rng=gen)
+                # two calls: an embedder that depends on its batch (centring, an IDF fitted on
+                # it) must not let the private answers shape the public candidates
+                idx, _ = esa(embed_texts(answers), embed_texts(cands), noise, rng=gen)
                 out = cands[idx]
             else:
                 hist = keyword_histogram(answers, kw_list)

@@ -35,7 +35,7 @@ import numpy as np
 
 from .._validate import as_generator, check_int, check_probability, check_real
 from .accounting import VOTE_SENSITIVITY, gaussian_noise_std
-from .aggregation import partition_exemplars
+from .aggregation import _check_disjoint, partition_exemplars
 from .prompts import PromptBatch, PromptTemplate
 
 __all__ = ["private_next_tokens", "generate_demonstrations", "synthetic_demonstrations",
@@ -43,10 +43,14 @@ __all__ = ["private_next_tokens", "generate_demonstrations", "synthetic_demonstr
 
 
 def _probs(model, template, pool_texts, demos, prefixes) -> np.ndarray:
+    """Next-token distributions of the prompts (B, V); a row whose log-probabilities are not a
+    distribution (a NaN, a +inf, or all −inf) becomes 0: that subset abstains."""
     batch = PromptBatch(template, pool_texts, None, demos, prefixes, generation=True)
     lp = np.asarray(model.next_token_logprobs(batch), dtype=float)
-    return np.exp(lp - lp.max(axis=1, keepdims=True)) / np.exp(
-        lp - lp.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True)
+    top = lp.max(axis=1, keepdims=True)                 # NaN if the row holds a NaN
+    ok = np.isfinite(top)
+    w = np.exp(np.where(ok, lp - np.where(ok, top, 0.0), -np.inf))
+    return w / np.where(ok, w.sum(axis=1, keepdims=True), 1.0)
 
 
 def private_next_tokens(model, template: PromptTemplate, pool_texts: Sequence[str],
@@ -56,6 +60,13 @@ def private_next_tokens(model, template: PromptTemplate, pool_texts: Sequence[st
     distributions. ``demos`` (B, M, N) gives the subsets of every text's step; returns B token
     ids. ``noise_std`` = 0 is the non-private ensemble (arg-max of the summed distributions).
 
+    Subsets of one text that share an exemplar are refused (the √2 sensitivity needs disjoint
+    subsets). A subset whose log-probabilities are not a distribution (NaN, +inf, all −inf —
+    e.g. a half-precision overflow on a crafted exemplar) abstains with the zero vector, which
+    is within √2 of any distribution, so the sensitivity holds (a NaN would otherwise spread to
+    the whole sum and fix the released token). Abstaining, rather than raising, keeps one
+    exemplar from deciding whether anything is released.
+
     Float noise: drawn with floating-point samplers, not hardened against the floating-point
     attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
@@ -63,6 +74,7 @@ def private_next_tokens(model, template: PromptTemplate, pool_texts: Sequence[st
     if d.ndim != 3 or d.shape[0] != len(prefixes):
         raise ValueError(f"demos must have shape (len(prefixes)={len(prefixes)}, M, N), "
                          f"got {d.shape}")
+    _check_disjoint("demos", d)
     s = check_real("noise_std", noise_std, low=0.0, low_open=False)
     gen = as_generator(rng)
     b, m, n = d.shape

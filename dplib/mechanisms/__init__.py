@@ -1,5 +1,10 @@
 """Privacy mechanisms: each takes its privacy parameters and an explicit ``rng``.
 
+``rng`` is a numpy ``Generator`` or an integer seed; ``None`` is refused, so nothing draws from
+a hidden global generator. A fixed seed makes the noise reproducible — and subtractable — by
+anyone who knows it: for experiments, tests and the book's figures, never for a release. A
+release passes ``np.random.default_rng()``, seeded with fresh entropy from the operating system.
+
 Modules are named for the mechanism they hold; everything public is re-exported here, so
 ``dplib.mechanisms.randomized_response`` is the stable name chapters and graders use.
 

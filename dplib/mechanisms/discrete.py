@@ -244,11 +244,12 @@ def discrete_gaussian_delta(sigma_squared: float, epsilon: float | np.ndarray,
 def discrete_laplace_mechanism(value: object, epsilon: object, sensitivity: int = 1, *,
                                rng: np.random.Generator | int) -> np.ndarray | int:
     """Integer ``value`` + Lap_Z(Δ/ε) noise per coordinate: ε-DP for integer queries with ℓ1
-    sensitivity Δ (Ghosh et al. 2009; CKS 2020, Alg. 2). ε is read as a rational (see module)."""
+    sensitivity Δ (Ghosh et al. 2009; CKS 2020, Alg. 2). ε is read as a rational (see module).
+    ``value`` must lie in [−2⁶², 2⁶²] so that the sum cannot wrap around in int64."""
     x = _integer_array("value", value)
     eps = _rational("epsilon", epsilon)
     d = check_int("sensitivity", sensitivity)
-    noise = discrete_laplace(Fraction(d) / eps, max(x.size, 1), rng=rng).reshape(x.shape)
+    noise = discrete_laplace(Fraction(d) / eps, x.size, rng=rng).reshape(x.shape)
     out = x + noise
     return int(out) if out.ndim == 0 else out
 
@@ -257,16 +258,36 @@ def discrete_gaussian_mechanism(value: object, sigma_squared: object, *,
                                 rng: np.random.Generator | int) -> np.ndarray | int:
     """Integer ``value`` + N_Z(0, σ²) noise per coordinate (CKS 2020, Alg. 3).
 
-    Its (ε, δ) for ℓ2 sensitivity Δ is :func:`discrete_gaussian_delta` (CKS 2020, Thm 7)."""
+    Its (ε, δ) for ℓ2 sensitivity Δ is :func:`discrete_gaussian_delta` (CKS 2020, Thm 7).
+    ``value`` must lie in [−2⁶², 2⁶²] so that the sum cannot wrap around in int64."""
     x = _integer_array("value", value)
-    noise = discrete_gaussian(sigma_squared, max(x.size, 1), rng=rng).reshape(x.shape)
+    noise = discrete_gaussian(sigma_squared, x.size, rng=rng).reshape(x.shape)
     out = x + noise
     return int(out) if out.ndim == 0 else out
 
 
+#: Largest |value| the integer mechanisms accept: value + noise then stays inside int64.
+_VALUE_LIMIT = 2 ** 62
+
+
 def _integer_array(name: str, value: object) -> np.ndarray:
+    """A non-empty integer query answer in [−2⁶², 2⁶²], as int64.
+
+    The bound is checked *before* the cast (uint64 2⁶³ would otherwise become −2⁶³) and leaves
+    room for the noise: |Lap_Z(b)| ≥ 2⁶² for the largest b accepted (< 2⁵⁶) needs 64 successive
+    Bernoulli(e⁻¹) successes, probability e⁻⁶⁴ < 2·10⁻²⁸; the discrete Gaussian's noise is far
+    smaller. So value + noise cannot wrap around in int64.
+    """
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"{name} must be integers (a counting or integer-valued query), "
                          f"got {value!r}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must be non-empty, got an empty array")
+    big = arr > _VALUE_LIMIT
+    if np.issubdtype(arr.dtype, np.signedinteger):
+        big |= arr < -_VALUE_LIMIT
+    if big.any():
+        raise ValueError(f"{name} must be integers in [-2**62, 2**62] (so that value + noise "
+                         f"cannot wrap around in int64), got {arr[big].flat[0]!r}")
     return arr.astype(np.int64)

@@ -24,6 +24,7 @@ from scipy.special import log_ndtr
 
 from .._validate import (as_generator, check_choice, check_finite_array, check_positive,
                          check_real, check_real_array)
+from .laplace import _check_noise_scale, _check_resolution
 
 __all__ = ["gaussian_sigma", "gaussian_delta", "gaussian_epsilon", "gaussian_mechanism",
            "gaussian_privacy_loss"]
@@ -110,7 +111,8 @@ def gaussian_sigma(epsilon: float | np.ndarray, delta: float | np.ndarray,
                 f"epsilon must be in (0, 1) for method='classic', got {bad!r}: the classic "
                 "bound (Dwork & Roth 2014, Thm A.1) is proved only for epsilon < 1; use "
                 "method='analytic' (Balle & Wang 2018), valid for every epsilon > 0")
-        return _scalar_or_array(d * np.sqrt(2.0 * np.log(1.25 / dl)) / eps)
+        with np.errstate(over="ignore"):      # inf for a subnormal ε; the mechanism refuses it
+            return _scalar_or_array(d * np.sqrt(2.0 * np.log(1.25 / dl)) / eps)
     eps, dl = np.broadcast_arrays(eps, dl)
     log_target = np.log(dl)
     # Bracket in units of Δ: δ(σ) → 1 as σ → 0 and → 0 as σ → ∞; grow until it holds.
@@ -146,12 +148,16 @@ def gaussian_mechanism(value: float | np.ndarray, epsilon: float, delta: float,
     input, so the guarantee holds for the real-valued mechanism, not bit for bit for this
     implementation: fine for teaching and simulation; for a deployed release on an integer
     query use :func:`dplib.mechanisms.discrete_gaussian_mechanism` (CKS 2020), which is exact.
+
+    Refused, as for :func:`dplib.mechanisms.laplace_mechanism`: a σ that overflows or underflows
+    and a value whose doubles are more than Δ/1024 apart.
     """
     x = check_finite_array("value", value)
     # one (ε, δ) for the whole release: gaussian_sigma is vectorised, this function is not
     eps = check_positive("epsilon", epsilon)
     dl = check_real("delta", delta, low=0.0, high=1.0)
-    sigma = gaussian_sigma(eps, dl, sensitivity, method)
+    sigma = _check_noise_scale("sigma", gaussian_sigma(eps, dl, sensitivity, method))
+    _check_resolution("value", x, check_positive("sensitivity", sensitivity))
     out = x + as_generator(rng).normal(0.0, sigma, size=x.shape)
     return _scalar_or_array(out)
 

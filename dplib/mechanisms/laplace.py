@@ -16,6 +16,8 @@ from a given input; the chapter uses the two to show the leak. Use the discrete 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._validate import (as_generator, check_finite_array, check_int, check_positive,
@@ -33,8 +35,43 @@ def laplace_scale(epsilon: float | np.ndarray, sensitivity: float = 1.0) -> np.n
     """
     eps = check_real_array("epsilon", epsilon, low=0.0)
     delta1 = check_positive("sensitivity", sensitivity)
-    b = delta1 / eps
+    with np.errstate(over="ignore"):          # an overflow gives inf, refused by the mechanism
+        b = delta1 / eps
     return float(b) if b.ndim == 0 else b
+
+
+#: A value is released only where doubles are at most Δ·2⁻¹⁰ apart (see :func:`_check_resolution`).
+_RESOLUTION = 2.0 ** -10
+
+
+def _check_resolution(name: str, x: np.ndarray, sensitivity: float) -> None:
+    """Refuse a query answer whose doubles are coarser than Δ·2⁻¹⁰ (Δ = ``sensitivity``).
+
+    Rounding a real answer to the nearest double moves it by up to half the spacing of doubles
+    there, so two neighbouring answers can become doubles Δ + spacing apart, and the noise added
+    to them is rounded to the same grid (at 2⁵³ doubles are 2 apart; at 1e20 Laplace(1) noise
+    vanishes and the output *is* the input). Below the bound the sensitivity grows by less than
+    0.1 %. Clamping and rounding to a coarser grid is the principled cure (the snapping
+    mechanism of Mironov 2012); here such a value is refused.
+    """
+    worst = float(np.max(np.abs(x)))
+    gap = float(np.spacing(worst))
+    if gap / _RESOLUTION > sensitivity:          # exact: a power of two, no underflow
+        bound = 2.0 ** min(math.floor(math.log2(sensitivity)) + 43, 1023)
+        raise ValueError(
+            f"{name} must have every |entry| below about {bound:g} for sensitivity "
+            f"{sensitivity:g} (doubles there are at most sensitivity/1024 apart), got {worst!r}, "
+            f"where doubles are {gap:g} apart: neighbouring answers would round further apart "
+            "than the sensitivity and the noise would be lost to rounding")
+
+
+def _check_noise_scale(name: str, scale: float) -> float:
+    """A computed noise scale (Δ/ε, σ) must be a finite double > 0: an overflow to inf would
+    release inf or NaN, an underflow to 0 would release the value itself."""
+    if not 0.0 < scale < math.inf:
+        raise ValueError(f"{name} must be a finite noise scale in (0, inf), got {scale!r}; "
+                         "choose epsilon and sensitivity of less extreme ratio")
+    return scale
 
 
 def laplace_mechanism(value: float | np.ndarray, epsilon: float, sensitivity: float = 1.0, *,
@@ -45,9 +82,14 @@ def laplace_mechanism(value: float | np.ndarray, epsilon: float, sensitivity: fl
     sensitivity of the whole vector). Returns a float for a scalar, else an array of its shape.
     The noise comes from numpy's float sampler: fine for teaching and simulation, but see the
     module note (Mironov 2012) before deploying.
+
+    Refused: a scale Δ/ε that overflows or underflows (:func:`_check_noise_scale`), and a value
+    so large that doubles near it are more than Δ/1024 apart (:func:`_check_resolution`).
     """
     x = check_finite_array("value", value)
-    b = laplace_scale(check_positive("epsilon", epsilon), sensitivity)
+    b = _check_noise_scale("sensitivity/epsilon",
+                          laplace_scale(check_positive("epsilon", epsilon), sensitivity))
+    _check_resolution("value", x, check_positive("sensitivity", sensitivity))
     out = x + as_generator(rng).laplace(0.0, b, size=x.shape)
     return float(out) if out.ndim == 0 else out
 
