@@ -120,7 +120,10 @@ def check_real_array(name: str, value: object, *, low: float = -math.inf, high: 
 
 
 def check_finite_array(name: str, value: object) -> np.ndarray:
-    """A non-empty scalar or array of finite reals (a query answer to be privatised), as floats."""
+    """A non-empty scalar or array of finite reals (a query answer to be privatised), as floats.
+    A torch tensor is read as its values (detached, on the CPU)."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu().numpy()
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise ValueError(f"{name} must be finite real numbers, got {value!r}")

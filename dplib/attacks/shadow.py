@@ -267,6 +267,8 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     if chunk_size is not None:
         chunk_size = check_int("chunk_size", chunk_size)
     sigma, eps = _privacy_setup(q, T, noise_multiplier, target_epsilon, c, d, accountant)
+    from ..training.trainer import check_sum_range
+    check_sum_range(c, sigma, N)
     loss = _default_loss if loss_fn is None else loss_fn
     dev = as_device(device)
 

@@ -97,8 +97,9 @@ class HashingEmbedder:
         return hit
 
     def embed(self, texts: Sequence[str]) -> sparse.csr_matrix:
-        """A sparse (len(texts), n_features) matrix with unit-norm rows (empty texts: zero)."""
-        return self._embed_cached(tuple(texts))
+        """A sparse (len(texts), n_features) matrix with unit-norm rows (empty texts: zero).
+        A copy of the cached matrix: a caller that writes into it cannot change later calls."""
+        return self._embed_cached(tuple(texts)).copy()
 
     @functools.lru_cache(maxsize=64)
     def _embed_cached(self, texts: tuple[str, ...]) -> sparse.csr_matrix:
@@ -162,8 +163,9 @@ class WordVectors:
         self.stopwords = frozenset(stopwords)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm text vectors, shape (len(texts), dim) (zero for texts with no known word)."""
-        return self._embed_cached(tuple(texts))
+        """Unit-norm text vectors, shape (len(texts), dim) (zero for texts with no known word).
+        A copy of the cached array: a caller that writes into it cannot change later calls."""
+        return self._embed_cached(tuple(texts)).copy()
 
     @functools.lru_cache(maxsize=64)
     def _embed_cached(self, texts: tuple[str, ...]) -> np.ndarray:

@@ -152,6 +152,26 @@ def check_run_settings(*, sample_rate: float, lr: float, max_grad_norm: float, d
     return q, lr, c, d, mom, wd, T
 
 
+def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
+                    dtype: torch.dtype = torch.float32) -> None:
+    """Refuse a clipping norm so large that the noisy sum could overflow ``dtype``.
+
+    Each coordinate of Σ_i ḡ_i + N(0, σ²C²) is at most size·C + |z|·σC, and |z| < 40 for every
+    float Gaussian sampler. If that bound could exceed the dtype's largest number, whether the
+    released update is finite would depend on how many large records were sampled — a membership
+    signal. Checked before training, from public quantities (C, σ, the data-set size n).
+    """
+    if not math.isfinite(max_grad_norm):
+        return
+    bound = max_grad_norm * (size + 40.0 * noise_multiplier)
+    top = torch.finfo(dtype).max / 4
+    if bound >= top:
+        raise ValueError(f"max_grad_norm={max_grad_norm:g} is too large for {dtype}: the noisy "
+                         f"sum of up to {size} clipped gradients could reach {bound:.3g}, beyond "
+                         f"{top:.3g}, and overflow only for some batches; use max_grad_norm < "
+                         f"{top / (size + 40.0 * noise_multiplier):.3g} (rescale the loss)")
+
+
 def _as_tensors(data: object, name: str, *, finite: bool = False
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(data, (tuple, list)) or len(data) != 2:
@@ -321,6 +341,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     n = x.shape[0]
     check_examples_independent(model, x)
     sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
+    check_sum_range(c, sigma, n, next(p.dtype for p in model.parameters()))
     vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
                                                             virtual_batch_size)
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",

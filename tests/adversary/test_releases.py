@@ -498,3 +498,16 @@ def test_vote_histogram_refuses_rows_without_votes_by_name():
     """Rows of zero votes failed inside numpy ("cannot reshape array of size 0")."""
     with pytest.raises(ValueError, match="votes must hold at least one vote"):
         vote_histogram(np.zeros((2, 0), np.int64), 3)
+
+
+def test_embedders_return_copies_not_their_cache():
+    """A caller that writes into a returned embedding must not change later embeddings (the
+    embedders cache by text; the cache used to be returned by reference)."""
+    from dplib.icl.model import _pretrained
+    wv, lex = _pretrained()
+    dense = wv.embed(["a good movie"])
+    dense[:] = 7.0
+    assert np.abs(wv.embed(["a good movie"])).max() <= 1.0 + 1e-12
+    sp = lex.embed(["a good movie"])
+    sp.data[:] = 7.0
+    assert np.abs(lex.embed(["a good movie"]).toarray()).max() <= 1.0 + 1e-12

@@ -361,3 +361,24 @@ def test_a_model_that_mixes_the_batch_is_refused_by_train():
     # per-example models pass the probe (GroupNorm, LayerNorm, dropout in train mode)
     ok = nn.Sequential(nn.Linear(5, 8), nn.LayerNorm(8), nn.Dropout(0.5), nn.Linear(8, 3))
     train(ok, (X, Y), seed=0, **RUN)
+
+
+def test_a_clipping_norm_whose_sum_could_overflow_is_refused_up_front():
+    # C = 1e38 is legal on its face, but 50 large records overflow float32 and one does not:
+    # a non-finite release would then say how many large records were sampled
+    m = make_logistic_regression(5, 2, seed=0)
+    with torch.no_grad():
+        m[1].weight.zero_()
+    x, y = torch.full((50, 5), 3e37), torch.zeros(50, dtype=torch.long)
+    kw = dict(max_grad_norm=1e38, noise_multiplier=0.0, expected_batch_size=1.0)
+    one = noisy_gradient(m, F.cross_entropy, x[:1], y[:1], **kw)[0]
+    many = noisy_gradient(m, F.cross_entropy, x, y, **kw)[0]
+    assert torch.isfinite(one["1.weight"]).all() and not torch.isfinite(many["1.weight"]).all()
+    with pytest.raises(ValueError, match="max_grad_norm=1e\\+38 is too large"):
+        train(m, (x.numpy(), y.numpy()), sample_rate=0.5, lr=0.1, steps=1, noise_multiplier=1.0,
+              max_grad_norm=1e38, seed=0)
+    with pytest.raises(ValueError, match="too large"):
+        train_models_batched([m, m], x, y, np.ones((2, 50), bool), sample_rate=0.5, steps=1,
+                             lr=0.1, noise_multiplier=1.0, max_grad_norm=1e38, seeds=[0, 1])
+    train(make_logistic_regression(5, 3, seed=0), (X, Y), sample_rate=0.5, lr=0.1, steps=1,
+          noise_multiplier=1.0, max_grad_norm=1e30, seed=0)          # far from the edge: fine

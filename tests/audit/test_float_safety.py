@@ -36,6 +36,8 @@ NOT_A_RELEASE = {
     "dplib.encoding.codebook.build_codebook":
         "draws the data-independent code book (from N(0, 1) or public gradient values)",
     "dplib.encoding.experiment.encoding_throughput": "random inputs of a speed benchmark",
+    "dplib.training.models.check_examples_independent":
+        "a synthetic probe input of a structural check, never the data",
 }
 
 
