@@ -139,6 +139,13 @@ def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
 def weighted_example_sum(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     """Σ_i f_i g_i over the leading (example) dimension, where an example with f_i = 0 adds
     exactly 0 even if its g_i holds inf or NaN (plain ``tensordot`` would give 0·inf = NaN)."""
+    for name, t, dim in (("f", f, 1), ("g", g, None)):
+        if not isinstance(t, torch.Tensor) or t.dim() == 0 or (dim and t.dim() != dim):
+            raise ValueError(f"{name} must be a torch tensor of per-example values "
+                             f"{'[B]' if dim else '[B, ...]'}, got {t!r}"[:300])
+    if f.shape[0] != g.shape[0]:
+        raise ValueError(f"f and g must have the same number of examples, got {f.shape[0]} and "
+                         f"{g.shape[0]}")
     f = f.to(g.dtype)
     dead = f == 0
     if bool(dead.any()):
@@ -163,6 +170,8 @@ def row_norms(rows: torch.Tensor) -> torch.Tensor:
     recomputed as s·‖r/s‖ with s = max|r_i| (the scaling of Blue 1978). A row holding inf or
     NaN keeps a non-finite norm (so :func:`clip_factors` zeroes it).
     """
+    if not isinstance(rows, torch.Tensor) or rows.dim() != 2:
+        raise ValueError(f"rows must be a 2-d torch tensor [B, D], got {rows!r}"[:300])
     n = torch.linalg.vector_norm(rows, dim=1).double()
     if not rows.is_floating_point() or rows.shape[1] == 0:
         return n

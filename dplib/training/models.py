@@ -173,6 +173,8 @@ def forward_must_not_mutate(model: nn.Module) -> Iterator[None]:
     inside a Python container held by a module (e.g. ``self.log.append(x)``) — do not release a
     model object whose class does that; release its ``state_dict()``.
     """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     before = _state(model)
     yield
     after = _state(model)
@@ -200,8 +202,10 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor) -> None:
     outputs must agree to float tolerance. A model whose mixing depends on the data's values
     can evade a probe: read the model.
     """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(like, torch.Tensor) or like.dim() == 0:
-        return
+        raise ValueError(f"like must be a torch tensor with a batch dimension, got {like!r}"[:300])
     gen = torch.Generator().manual_seed(0)
     shape = (4, *like.shape[1:])
     if like.is_floating_point():

@@ -161,6 +161,11 @@ def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
     released update is finite would depend on how many large records were sampled — a membership
     signal. Checked before training, from public quantities (C, σ, the data-set size n).
     """
+    max_grad_norm = check_max_grad_norm(max_grad_norm)
+    noise_multiplier = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
+    size = check_int("size", size, low=0)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch dtype, got {dtype!r}")
     if not math.isfinite(max_grad_norm):
         return
     bound = max_grad_norm * (size + 40.0 * noise_multiplier)

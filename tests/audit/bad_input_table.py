@@ -56,6 +56,10 @@ BAD: dict[str, list] = {
     "int0": [-1, 2.5, NAN, "3", None, True],
     # a numpy Generator or a seed
     "rng": [None, -1, "seed", 1.5, NAN],
+    # the seed of a private release: None is valid (fresh OS entropy, dplib.device.release_seed)
+    "seed": [-1, 2.5, NAN, "3", True],
+    # the generator of a private release: None is valid (fresh OS entropy)
+    "release_rng": [-1, "seed", 1.5, NAN],
     # True / False
     "bool": ["yes", None, 2, NAN],
     # a name from a fixed list
@@ -568,7 +572,7 @@ def _specs_ml() -> list[Spec]:
                  args=(lambda t: t,), kwargs=dict(theta0=np.zeros(2), n=10, eta=0.5,
                                                   sigma=1.0, K=3, seed=0, device="cpu"),
                  params=dict(grad_fn=[None, 3], theta0=[[NAN, 0.0], "ab", None], n="int1",
-                             eta="pos", sigma="pos", K=[-1, 2.5, None], seed="int0")),
+                             eta="pos", sigma="pos", K=[-1, 2.5, None], seed="seed")),
         ]
     except ImportError:
         pass
@@ -644,7 +648,7 @@ def _specs_ml() -> list[Spec]:
                              noise_multiplier=[-1.0, NAN, INF, "1"],
                              max_grad_norm=[0.0, -1.0, NAN, "1"], delta="delta",
                              optimizer="choice", momentum=[-0.1, 1.5, NAN],
-                             weight_decay=[-0.1, NAN], accountant="choice", seed="int0",
+                             weight_decay=[-0.1, NAN], accountant="choice", seed="seed",
                              virtual_batch_size=[0, -1, 2.5], eval_every=[0, -1, 2.5],
                              expected_batch_size=[0.0, -1.0, NAN, INF, "1.0"]),
                  names=dict(model="BatchNorm|model")),
@@ -1042,17 +1046,17 @@ def _specs_models_erm() -> list[Spec]:
             Spec("dplib.training.erm.dp_gd_logistic", lambda: E.dp_gd_logistic, args=(Xe, ye),
                  kwargs=dict(epsilon=0.5, delta=1e-5, steps=5, radius=1.0, rng=0),
                  params=dict(X=bad_Xb, y=bad_y, epsilon=BAD["pos"] + [1.5], delta="delta",
-                             steps="int1", radius="pos", rng="rng",
+                             steps="int1", radius="pos", rng="release_rng",
                              lr_scale=[0.0, -1.0, NAN, INF, "1.0"], form="choice")),
             Spec("dplib.training.erm.output_perturbation_logistic",
                  lambda: E.output_perturbation_logistic, args=(Xe, ye),
                  kwargs=dict(lam=0.1, epsilon=1.0, delta=1e-5, rng=0),
                  params=dict(X=bad_Xb, y=bad_y, lam="pos", epsilon="pos", delta="delta",
-                             rng="rng")),
+                             rng="release_rng")),
             Spec("dplib.training.erm.objective_perturbation_logistic",
                  lambda: E.objective_perturbation_logistic, args=(Xe, ye),
                  kwargs=dict(lam=0.1, epsilon=1.0, rng=0),
-                 params=dict(X=bad_Xb, y=bad_y, lam="pos", epsilon="pos", rng="rng")),
+                 params=dict(X=bad_Xb, y=bad_y, lam="pos", epsilon="pos", rng="release_rng")),
             Spec("dplib.training.erm.balanced_lambda", lambda: E.balanced_lambda,
                  args=("output", 1.0, 1e-5, 100, 3, 2.0),
                  params=dict(method="choice", epsilon="pos", delta="delta", n="int1",
@@ -1107,7 +1111,7 @@ def _specs_models_erm() -> list[Spec]:
                              n="int1", batch_size=[0, -1, 2.5, None, 21],
                              step_sizes=[0.0, -0.1, NAN, INF, "0.1", None, [0.01, -0.01]],
                              sigma=[-1e-9, -1.0, NAN, INF, "0.1", None],
-                             K=[-1, 2.5, "3", NAN], seed="int0",
+                             K=[-1, 2.5, "3", NAN], seed="seed",
                              radius=[0.0, -1.0, NAN, "1"], lam=BAD["pos"],
                              shape=[(2,), (0, 6), (2.5, 6), None, "ab"],
                              beta=[0.0, -1.0, NAN, 1000.0], device=["tpu", 3],
@@ -1120,7 +1124,7 @@ def _specs_models_erm() -> list[Spec]:
                              target_epsilon=[0.0, -1.0, NAN, INF, "1.0"], delta="delta",
                              schedule="choice", smoothness="choice",
                              feature_bound=[0.0, -1.0, NAN, "1", 0.01],
-                             chains=[0, -1, 2.5, "2", None], seed="int0",
+                             chains=[0, -1, 2.5, "2", None], seed="seed",
                              eval_data=[(Xs,), (Xs, ys[:5]), "ab", (Xs, ys + 5)],
                              device=["tpu", 3])),
         ]
@@ -1130,6 +1134,32 @@ def _specs_models_erm() -> list[Spec]:
         from dplib.training import models as MO
         out.append(Spec("dplib.training.models.make_mnist_cnn", lambda: MO.make_mnist_cnn,
                         kwargs=dict(seed=0), params=dict(seed=[-1, 2.5, NAN, "3", True])))
+        import torch
+        import dplib.training.grads as GR
+        import dplib.training.trainer as TT
+        from dplib import device as DV2
+        lin = MO.make_logistic_regression(4, 2)
+        out += [
+            Spec("dplib.device.release_seed", lambda: DV2.release_seed, kwargs=dict(seed=3),
+                 params=dict(seed="seed")),
+            Spec("dplib.training.grads.row_norms", lambda: GR.row_norms,
+                 args=(torch.ones(3, 2),), params=dict(rows=[torch.ones(3), None, "abc"])),
+            Spec("dplib.training.grads.weighted_example_sum", lambda: GR.weighted_example_sum,
+                 args=(torch.ones(3), torch.ones(3, 2)),
+                 params=dict(f=[torch.ones(2), torch.ones(3, 1), None],
+                             g=[torch.ones(2, 2), None, "abc"])),
+            Spec("dplib.training.models.check_examples_independent",
+                 lambda: MO.check_examples_independent, args=(lin, torch.ones(3, 4)),
+                 params=dict(model=[None, "model"], like=[None, torch.tensor(1.0)])),
+            Spec("dplib.training.models.forward_must_not_mutate",
+                 lambda: (lambda model: MO.forward_must_not_mutate(model).__enter__()),
+                 args=(lin,), params=dict(model=[None, "model"])),
+            Spec("dplib.training.trainer.check_sum_range", lambda: TT.check_sum_range,
+                 args=(1.0, 1.0, 10), params=dict(max_grad_norm=[0.0, -1.0, NAN, None],
+                                                  noise_multiplier=[-1.0, NAN, None],
+                                                  size=[-1, 2.5, None],
+                                                  dtype=[torch.int64, None, "float32"])),
+        ]
     except ImportError:
         pass
     try:
