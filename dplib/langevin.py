@@ -17,13 +17,13 @@ is re-exported at the end of this module (``sgld_rdp``, ``dp_sgld``, …).
 Formulas (all vectorised over ``alpha`` and ``K`` with numpy broadcasting):
 
 * :func:`privacy_dynamics_rdp` — the privacy-dynamics upper bound for λ-strongly convex,
-  β-smooth losses with η ≤ 1/β (Chourasia et al. 2021, main theorem; seed slide "Privacy
+  β-smooth losses with η ≤ 1/β (Chourasia et al. 2021, main theorem, "Privacy
   Dynamics Bound"): ε = α S_g² / (λσ²n²) · (1 − e^{−ληK/2}).
 * :func:`composition_rdp` — the baseline for the same algorithm: each step is a Gaussian
   mechanism on the gradient (shift ηS_g/n, noise std √(2η)σ, RDP α η S_g²/(4σ²n²) by Mironov 2017,
   Prop. 7), composed over K steps (Mironov 2017, Prop. 1): ε = K α η S_g² / (4σ²n²).
 * :func:`squared_loss_lower_bound` — the lower bound for ℓ(θ; x) = ‖θ − x‖²/2 (Chourasia et al.
-  2021, lower-bound theorem; seed slide "Our Privacy Analysis is Tight"):
+  2021, lower-bound theorem, "Our Privacy Analysis is Tight"):
   ε ≥ α S_g² / (4σ²n²) · (1 − e^{−ηK}).
 * :func:`exact_gaussian_renyi` — the exact Rényi divergence for that loss without projection,
   derived in closed form here (the iterates are Gaussian); it lies between the two bounds.
@@ -86,7 +86,7 @@ def privacy_dynamics_rdp(alpha: float | np.ndarray, sensitivity: float, sigma: f
     """Rényi DP of order α of noisy GD releasing only θ_K (Chourasia, Ye & Shokri 2021).
 
     ε(α, K) = α S_g² / (λ σ² n²) · (1 − exp(−λ η K / 2)), for λ-strongly convex, β-smooth losses
-    with η ≤ 1/β (main theorem of the paper; the seed's "Privacy Dynamics Bound"). It converges
+    with η ≤ 1/β (main theorem of the paper, "Privacy Dynamics Bound"). It converges
     to α S_g²/(λσ²n²) as K → ∞. Replace-one adjacency; ``sensitivity`` is S_g of the summed
     gradient. ``beta`` (optional) is checked against η ≤ 1/β; η ≤ 1/λ is always required.
     Broadcasts over ``alpha`` and ``K``.
@@ -121,7 +121,7 @@ def squared_loss_lower_bound(alpha: float | np.ndarray, sensitivity: float, sigm
     """Lower bound on the Rényi privacy loss of noisy GD for ℓ(θ; x) = (λ/2)‖θ − x‖².
 
     ε ≥ α S_g² / (4 λ σ² n²) · (1 − exp(−λ η K)). At λ = 1 this is the paper's lower bound
-    (Chourasia et al. 2021, lower-bound theorem; seed slide "Our Privacy Analysis is Tight").
+    (Chourasia et al. 2021, lower-bound theorem, "Our Privacy Analysis is Tight").
     It is a simplification of :func:`exact_gaussian_renyi`: writing t = ληK, the exact value is
     ≈ α S_g²/(2λσ²n²) · (1 − e^{−t})/(1 + e^{−t}) and 1/(1 + e^{−t}) ≥ 1/2 was dropped, so the
     bound is tight for small K and a factor ≈ 2 below the exact value as K → ∞. The λ ≠ 1 case
@@ -237,7 +237,7 @@ def calibrate_sigma(target_epsilon: float, delta: float, sensitivity: float, eta
 
 def excess_risk_bound(alpha: float, epsilon: float, beta: float, d: int, lipschitz: float,
                       lam: float, n: int) -> float:
-    """The utility bound of the seed (Chourasia et al. 2021, utility theorem, slide "Utility").
+    """The utility bound of Chourasia et al. (2021) (their utility theorem, "Utility").
 
     E[L_D(θ_{K*}) − L_D(θ*)] ≤ (α/ε) · β d L² / (λ² n²) for noisy GD on an L-Lipschitz,
     λ-strongly convex, β-smooth loss run to K* steps with σ set so that the dynamics bound
@@ -278,7 +278,7 @@ def squared_loss_gradient(data: object, lam: float = 1.0) -> Callable:
 
 
 def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: float, K: int,
-             seed: int, radius: float | None = None, beta: float | None = None,
+             seed: int | None = None, radius: float | None = None, beta: float | None = None,
              device: object = None, dtype: object = None, trajectory: bool = False):
     """Projected noisy full-batch gradient descent (Chourasia et al. 2021, Algorithm 1), torch.
 
@@ -287,14 +287,19 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
     ``radius`` (None: C = ℝ^d). ``theta0`` of shape (..., d) runs independent chains in
     parallel (batch them for simulations). Returns θ_K, or all iterates stacked (K + 1, ...)
     when ``trajectory``. ``device`` defaults to :func:`dplib.get_device`; ``dtype`` to float64
-    (float32 on CUDA/MPS). Seeded by ``seed`` through a private ``torch.Generator``.
+    (float32 on CUDA/MPS). The noise comes from a private ``torch.Generator`` seeded by
+    ``seed``; ``None`` (default) draws 63 bits of fresh OS entropy
+    (:func:`dplib.device.release_seed`), as a release must — noise computed from a known seed is
+    a public function of public inputs, and two runs on neighbouring data sets that share it
+    differ only through the data. A fixed seed is for reproducible experiments, never for a
+    release.
 
     Float noise: drawn with floating-point samplers, not hardened against the floating-point
     attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
     import torch
 
-    from .device import as_device
+    from .device import as_device, release_seed
 
     if not callable(grad_fn):
         raise ValueError(f"grad_fn must be a callable theta -> g(theta; D), got {grad_fn!r}")
@@ -302,7 +307,7 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
     e = check_positive("eta", eta)
     sg = check_positive("sigma", sigma)
     k = check_int("K", K, low=0)
-    s = check_int("seed", seed, low=0)
+    s = release_seed(seed)
     if beta is not None and e > 1.0 / check_positive("beta", beta):
         raise ValueError(f"eta must be in (0, 1/beta] = (0, {1.0 / beta:g}], got {eta!r}")
     r = None if radius is None else check_positive("radius", radius)
@@ -341,8 +346,8 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
 
 
 # --- DP-SGLD (Ryffel, Bach & Pointcheval 2022): the stochastic version, in dplib.sgld ------------
-# Re-exported here so that ``dplib.langevin.sgld_rdp`` (the DESIGN contract) and the rest of the
-# DP-SGLD API sit next to the DP-GLD bounds they extend.
+# Re-exported here so that ``dplib.langevin.sgld_rdp`` and the rest of the DP-SGLD API sit next
+# to the DP-GLD bounds they extend.
 from .sgld import (constant_step_rdp, decreasing_step_rdp, decreasing_step_sizes,  # noqa: E402
                    dp_sgld, logistic_regression_constants, one_step_delta_lower_bound,
                    released_iterates_epsilon, sgld_calibrate_sigma, sgld_composition_rdp,

@@ -1,7 +1,7 @@
 """Private convex empirical risk minimisation: output perturbation, objective perturbation and
 noisy (projected) gradient descent, on L2-bounded logistic regression — the road from
-"perturb the answer" to "perturb the algorithm" (seed 001, lecture 11; Chaudhuri, Monteleoni &
-Sarwate 2011; Bassily, Smith & Thakurta 2014).
+"perturb the answer" to "perturb the algorithm" (Chaudhuri, Monteleoni & Sarwate 2011; Bassily,
+Smith & Thakurta 2014).
 
 Conventions here differ from DP-SGD's on purpose, as in the sources: neighbouring datasets have
 the same size n and differ in ONE record (replace-one adjacency), so the average gradient has ℓ2
@@ -9,7 +9,10 @@ sensitivity 2L/n for an L-Lipschitz loss. Binary labels y ∈ {0, 1}; features w
 the logistic loss ℓ(w; x, y) = log(1 + e^{wᵀx}) − y·wᵀx is L = 1 Lipschitz in w and has second
 derivative at most c = 1/4 along any unit direction.
 
-Everything is NumPy and vectorised over the n records.
+Everything is NumPy and vectorised over the n records. The releasing functions take ``rng``:
+``None`` (the default) draws the noise from fresh OS entropy, as a release must; an integer seed
+or a ``numpy.random.Generator`` is for reproducible experiments, never for a release, since noise
+computed from a known seed is a public function of public inputs.
 """
 from __future__ import annotations
 
@@ -18,11 +21,21 @@ import math
 import numpy as np
 
 from .._validate import as_generator, check_finite_array, check_int, check_positive, check_real
+from ..device import release_seed
 
 __all__ = ["logistic_loss", "logistic_grad", "fit_logistic", "dpgd_sigma", "dpgd_bound",
            "dpgd_steps", "dp_gd_logistic", "output_perturbation_logistic",
            "objective_perturbation_logistic", "balanced_lambda", "perturbed_median",
            "synthetic_logistic"]
+
+
+def _noise_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
+    """The generator a private release draws its noise from: ``None`` gives one seeded with 63
+    fresh bits of OS entropy (:func:`dplib.device.release_seed`), as a release must; an integer
+    seed or a Generator is for reproducible experiments, never for a release (noise computed
+    from a known seed is a public function of public inputs, so two runs on neighbouring data
+    sets that share it differ only through the data)."""
+    return np.random.default_rng(release_seed(None)) if rng is None else as_generator(rng)
 
 
 def _real_matrix(name: str, value: object, ndim: int) -> np.ndarray:
@@ -136,7 +149,7 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
     """Noise std σ per coordinate, added to the average gradient at each of T steps of DP-GD, so
     that the T steps together are (ε, δ)-DP (replace-one adjacency, 0 < ε < 1).
 
-    Derivation (seed 001; Bassily, Smith & Thakurta 2014): the average gradient has sensitivity
+    Derivation (Bassily, Smith & Thakurta 2014): the average gradient has sensitivity
     Δ = 2L/n. Advanced composition in the form of Dwork & Roth 2014, Cor. 3.21: T mechanisms
     that are (ε', δ')-DP with ε' = ε / √(8T ln(1/δ₀)) compose to (ε, Tδ' + δ₀) for ε < 1. Take
     δ₀ = δ' = δ/(T+1) (total δ) and the classic Gaussian mechanism σ = Δ√(2 ln(1.25/δ'))/ε'
@@ -145,10 +158,10 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
     $$ \\sigma = \\frac{8L\\sqrt{T}}{\\varepsilon n}
        \\sqrt{\\ln\\frac{T+1}{\\delta}\\,\\ln\\frac{1.25(T+1)}{\\delta}}. $$
 
-    ``form="seed"`` returns the lecture's closed form σ = 8L√T/(εn)·(ln(1.25/δ) + ln(T+1)) =
-    8L√T/(εn)·ln(1.25(T+1)/δ). The lecture writes ln(1/δ) where the derivation needs
-    ln(1/δ₀) = ln((T+1)/δ); its closed form is nevertheless at least the derived σ (because
-    √(ab) ≤ b for a ≤ b), so it is safe, just a little more noise.
+    ``form="seed"`` returns the simplified closed form often quoted for this derivation,
+    σ = 8L√T/(εn)·(ln(1.25/δ) + ln(T+1)) = 8L√T/(εn)·ln(1.25(T+1)/δ). It writes ln(1/δ) where
+    the derivation needs ln(1/δ₀) = ln((T+1)/δ); it is nevertheless at least the derived σ
+    (because √(ab) ≤ b for a ≤ b), so it is safe, just a little more noise.
 
     ``form="gdp"`` accounts the same T Gaussian steps exactly instead: each is (Δ/σ)-GDP, T of
     them are (√T·Δ/σ)-GDP (Dong, Roth & Su 2022, Cor. 3.3), and μ-GDP is (ε, δ)-DP exactly when
@@ -175,7 +188,7 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
 def dpgd_bound(epsilon: float, delta: float, steps: object, n: int, d: int,
                diameter: float, lipschitz: float = 1.0, *,
                form: str = "derived") -> np.ndarray | float:
-    """The excess-risk bound of DP-GD after T steps (seed 001, from Shamir & Zhang 2013, Thm 2):
+    """The excess-risk bound of DP-GD after T steps (from Shamir & Zhang 2013, Thm 2):
     E[L(w_T)] − min L ≤ 2·D·G·(2 + ln T)/√T with G² = L² + dσ(T)², σ(T) = :func:`dpgd_sigma`
     (the step size c/√t with the optimal c = D/G). Vectorised over ``steps``."""
     T = np.atleast_1d(np.asarray(steps))
@@ -205,7 +218,8 @@ def balanced_lambda(method: str, epsilon: float, delta: float, n: int, d: int,
 
     * ``"output"``: bias λR²/2 against the noise's first-order effect Lσ√d with
       σ = 2L√(2 ln(1.25/δ))/(nλε): λ = (2/R)·√(√d·√(2 ln(1.25/δ))/(nε)) — the excess risk is
-      then of order (√d/(εn))^{1/2}, as in the output-perturbation bound of seed 001;
+      then of order (√d/(εn))^{1/2}, as in the output-perturbation bound of Chaudhuri,
+      Monteleoni & Sarwate 2011;
     * ``"objective"``: bias λR²/2 against the shift ‖b‖²/(n²λ) caused by the linear term, with
       E‖b‖ ≈ 2d/ε: λ = 2√2·d/(εnR) — excess risk of order d/(εn).
     These are simple choices for illustration (constants not optimised), not tuned on data.
@@ -223,7 +237,7 @@ def balanced_lambda(method: str, epsilon: float, delta: float, n: int, d: int,
 
 
 def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps: int,
-                   radius: float, rng: np.random.Generator | int,
+                   radius: float, rng: np.random.Generator | int | None = None,
                    lr_scale: float | None = None, form: str = "derived") -> np.ndarray:
     """Noisy projected gradient descent on the logistic loss over the ball ‖w‖ ≤ R (diameter
     D = 2R), (ε, δ)-DP by :func:`dpgd_sigma` (replace-one adjacency):
@@ -231,8 +245,11 @@ def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps:
         w_{t+1} = Proj(w_t − η_t (∇L(w_t) + z_t)),  z_t ~ N(0, σ² I),  η_t = c/√t,
 
     with c = D/G, G² = L² + dσ² (the step that balances the Shamir & Zhang 2013 bound
-    (D²/c + cG²)(2 + log T)/√T, as in seed 001). Returns the last iterate w_T, whose excess risk is
+    (D²/c + cG²)(2 + log T)/√T). Returns the last iterate w_T, whose excess risk is
     Õ(LD√d/(εn)) for T ≈ (εn)²/d (Bassily, Smith & Thakurta 2014).
+
+    ``rng``: ``None`` (default) draws fresh OS entropy; a fixed seed only for experiments,
+    never for a release (see the module docstring).
 
     Float noise: the Gaussian draws are NumPy floating-point samples, not safe against the
     floating-point attack of Mironov 2012 (an exact discrete sampler would be; see
@@ -241,7 +258,7 @@ def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps:
     X, y = _check_xy(X, y)
     T = check_int("steps", steps)
     r = check_positive("radius", radius)
-    gen = as_generator(rng)
+    gen = _noise_generator(rng)
     n, d = X.shape
     sigma = dpgd_sigma(epsilon, delta, T, n, 1.0, form=form)
     c = (2 * r / math.sqrt(1.0 + d * sigma ** 2)) if lr_scale is None else \
@@ -254,7 +271,8 @@ def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps:
 
 
 def output_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: float,
-                                 delta: float, rng: np.random.Generator | int) -> np.ndarray:
+                                 delta: float,
+                                 rng: np.random.Generator | int | None = None) -> np.ndarray:
     """Output perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1, here with Gaussian
     noise): w* = argmin (1/n)Σℓ + (λ/2)‖w‖², released as w* + N(0, σ²I).
 
@@ -264,6 +282,9 @@ def output_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: f
     Replace-one adjacency (n public). The bound Δ is for the exact minimiser; :func:`fit_logistic`
     approximates it by a fixed number of FISTA steps, whose optimisation error the proof does not
     cover (for approximate solvers see e.g. Wu, Li, Kumar, Chaudhuri, Jha & Naughton 2017).
+
+    ``rng``: ``None`` (default) draws fresh OS entropy; a fixed seed only for experiments,
+    never for a release (see the module docstring).
 
     Float noise: the Gaussian draws are NumPy floating-point samples, not safe against the
     floating-point attack of Mironov 2012 (an exact discrete sampler would be; see
@@ -275,11 +296,11 @@ def output_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: f
     eps = check_positive("epsilon", epsilon)
     w = fit_logistic(X, y, lam=lam)
     sigma = gaussian_sigma(eps, delta, 2.0 / (X.shape[0] * lam), method="analytic")
-    return w + as_generator(rng).normal(0.0, sigma, size=w.shape)
+    return w + _noise_generator(rng).normal(0.0, sigma, size=w.shape)
 
 
 def objective_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: float,
-                                    rng: np.random.Generator | int) -> np.ndarray:
+                                    rng: np.random.Generator | int | None = None) -> np.ndarray:
     """Objective perturbation, ε-DP (Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2, with
     their Theorem 9 conditions: L = 1, second derivative ≤ c = 1/4, ‖x‖ ≤ 1):
 
@@ -293,13 +314,16 @@ def objective_perturbation_logistic(X: object, y: object, *, lam: float, epsilon
     output perturbation, the proof is for the exact minimiser, which :func:`fit_logistic`
     approximates.
 
+    ``rng``: ``None`` (default) draws fresh OS entropy; a fixed seed only for experiments,
+    never for a release (see the module docstring).
+
     Float noise: b is drawn in floating point (Gamma norm, Gaussian direction), not safe
     against the floating-point attack of Mironov 2012.
     """
     X, y = _check_xy(X, y)
     lam = check_positive("lam", lam)
     eps = check_positive("epsilon", epsilon)
-    gen = as_generator(rng)
+    gen = _noise_generator(rng)
     n, d = X.shape
     lam_total, eps_p = _objective_perturbation_parameters(n, lam, eps)
     direction = gen.normal(size=d)
@@ -326,7 +350,7 @@ def perturbed_median(x: object, b: object) -> np.ndarray:
     """argmin_w (1/n)Σ_i |w − x_i| + (b/n)·w for each noise value b (vectorised over b).
 
     The objective-perturbation recipe applied to the median, a convex but NOT strongly convex
-    (and not differentiable) loss (seed 001). The perturbed objective is piecewise linear, so
+    (and not differentiable) loss. The perturbed objective is piecewise linear, so
     for |b| < n its minimum sits at a data point: the smallest x_(k) where the slope
     #{x_i ≤ w} − #{x_i > w} + b turns non-negative. The output is then a record itself — for
     D = {0, 100} vs D' = {0, 101}, any b ∈ (−2, 0) releases 100 vs 101 (disjoint outputs, no

@@ -18,9 +18,11 @@ from dplib.langevin import (composition_rdp, privacy_dynamics_rdp, sgld_rdp,
 from dplib.sgld import (constant_step_rdp, decreasing_step_rdp, decreasing_step_sizes, dp_sgld,
                         logistic_regression_accuracy, logistic_regression_constants,
                         logistic_regression_grad, logistic_regression_loss,
-                        one_step_delta_lower_bound, released_iterates_epsilon,
-                        sgld_calibrate_sigma, sgld_composition_rdp, sgld_epsilon,
-                        sgld_rdp_limit, table4_diagnostics, train_dp_sgld_logistic)
+                        one_step_delta_lower_bound, released_iterates_calibrate_sigma,
+                        released_iterates_epsilon, sgld_calibrate_sigma, sgld_composition_rdp, sgld_epsilon,
+                        sgld_rdp_limit, table4_diagnostics, train_dp_sgld_logistic,
+                        RELEASED_ORDERS)
+from dplib.sgld import _theorem_3_1_refutation
 
 P = dict(lipschitz=1.5, sigma=0.3, lam=0.01, n=2000)
 BETA = 0.8
@@ -157,6 +159,42 @@ def test_released_iterates_small_batches_use_replace_one_sensitivity_2L():
         noise_multiplier=z, sample_rate=m / P["n"], num_steps=K).get_epsilon(1e-5)
     got = released_iterates_epsilon(1e-5, P["lipschitz"], P["sigma"], P["n"], m, eta, K=K)
     assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_released_iterates_after_each_step_match_single_calls():
+    """An integer array K gives ε after each of those steps: for a constant step and for a
+    schedule with fewer distinct η than max_groups, exactly the scalar calls."""
+    m, Ks = 50, np.array([1, 7, 40])
+    for steps in (0.4, decreasing_step_sizes(BETA, P["lam"], 40)):
+        curve = released_iterates_epsilon(1e-5, P["lipschitz"], P["sigma"], P["n"], m, steps,
+                                          K=Ks, max_groups=64)
+        one = [released_iterates_epsilon(1e-5, P["lipschitz"], P["sigma"], P["n"], m, steps,
+                                         K=int(k), max_groups=64) for k in Ks]
+        np.testing.assert_allclose(curve, one, rtol=1e-12)
+        assert np.all(np.diff(curve) > 0)
+
+
+def test_released_iterates_calibration_is_the_smallest_sigma():
+    etas = decreasing_step_sizes(BETA, P["lam"], 30)
+    for m in (1, 50, P["n"]):
+        s = released_iterates_calibrate_sigma(1.0, 1e-5, P["lipschitz"], P["n"], m, etas,
+                                              orders=RELEASED_ORDERS)
+        eps = released_iterates_epsilon(1e-5, P["lipschitz"], s, P["n"], m, etas,
+                                        orders=RELEASED_ORDERS)
+        assert 1.0 - 1e-5 < eps <= 1.0
+        assert released_iterates_epsilon(1e-5, P["lipschitz"], s * (1 - 1e-5), P["n"], m,
+                                         etas, orders=RELEASED_ORDERS) > 1.0
+
+
+def test_refutation_check_is_the_one_step_bound_at_the_runs_step_sizes():
+    """The opt-in check of train_dp_sgld_logistic: the larger one-step δ over η_0 and η_{K−1}."""
+    etas = np.array([CE["eta"], 0.5 * CE["eta"]])
+    sigma = _seed_sigma()
+    kw = dict(lipschitz=CE["lipschitz"], sigma=sigma, lam=CE["lam"], n=CE["n"], batch_size=1,
+              radius=CE["radius"])
+    got = _theorem_3_1_refutation(1.0, step_sizes=etas, **kw)
+    want = max(one_step_delta_lower_bound(1.0, eta=e, **kw) for e in etas)
+    assert got == want > 50 * 1e-5
 
 
 def test_decreasing_step_sizes_are_the_seed_schedule():
@@ -420,14 +458,20 @@ def test_training_is_accurate_without_noise_and_accounted_with_it(digits):
     (X, y), (Xt, yt) = digits["train"], digits["test"]
     plain = train_dp_sgld_logistic(X, y, num_classes=10, lam=0.01, epochs=10, batch_size=100,
                                    target_epsilon=None, schedule="decreasing",
-                                   eval_data=(Xt, yt), device="cpu")
+                                   eval_data=(Xt, yt), seed=0, device="cpu")
     assert plain.sigma == 0 and plain.test_accuracy[0] > 0.85
+    assert plain.accountant == "none" and plain.seed == 0
     np.testing.assert_allclose(plain.step_sizes, decreasing_step_sizes(plain.constants.beta,
                                                                        0.01, plain.steps))
     priv = train_dp_sgld_logistic(X, y, num_classes=10, lam=0.03, epochs=5, batch_size=100,
-                                  target_epsilon=2.0, chains=4, eval_data=(Xt, yt),
+                                  target_epsilon=2.0, chains=4, eval_data=(Xt, yt), seed=0,
                                   device="cpu")
     assert priv.epsilon == pytest.approx(2.0, rel=1e-6) and priv.epsilon <= 2.0
+    # m = 100 < n: accounted as released iterates (valid for any batch size), not Theorem 3.1
+    assert priv.accountant == "released_iterates" and priv.proved and priv.seed == 0
+    assert priv.epsilon == released_iterates_epsilon(
+        1e-5, priv.constants.lipschitz, priv.sigma, len(y), 100, priv.step_sizes,
+        orders=RELEASED_ORDERS)
     assert priv.theta.shape == (4, 10 * 13) and priv.theta.norm(dim=1).max() <= \
         priv.constants.radius * (1 + 1e-12)
     assert np.all(priv.test_accuracy < plain.test_accuracy[0])
@@ -495,6 +539,14 @@ def _grad1(theta, idx):
     (lambda: train_dp_sgld_logistic(np.ones((4, 2)), np.array([0, 1, 0, 1]), num_classes=2,
                                     lam=0.1, epochs=1, batch_size=2, schedule="cosine"),
      "schedule"),
+    (lambda: train_dp_sgld_logistic(np.ones((4, 2)), np.array([0, 1, 0, 1]), num_classes=2,
+                                    lam=0.1, epochs=1, batch_size=2, accountant="rdp"),
+     "accountant"),
+    (lambda: train_dp_sgld_logistic(np.ones((4, 2)), np.array([0, 1, 0, 1]), num_classes=2,
+                                    lam=0.1, epochs=1, batch_size=2, seed=-1), "seed"),
+    (lambda: released_iterates_calibrate_sigma(0.0, 1e-5, 1, 10, 2, 0.1, K=1),
+     "target_epsilon"),
+    (lambda: released_iterates_epsilon(1e-5, 1, 1, 10, 2, 0.1, K=[1, 0]), "K"),
     (lambda: fit_public_feature_map(np.ones((5, 3)), dim=4), "dim"),
     (lambda: fit_public_feature_map(np.ones((5, 3)), dim=2, bias=1.0), "bias"),
     (lambda: table4_diagnostics(1.0, 2.0, 0.1, 1.0, 10, 2), "alpha"),
