@@ -2,7 +2,7 @@
 (inversion) through its prediction interface.
 
 Model extraction by equation solving (Tramèr, Zhang, Juels, Reiter & Ristenpart 2016, Sec. 4.1;
-the seed lecture's "Extraction of Logistic Regression"). A binary logistic regression answers
+the "Extraction of Logistic Regression" example of Ying's lecture notes, ``YingCPSC680``). A binary logistic regression answers
 f(x) = 1 / (1 + exp(−(w·x + b))); its log-odds are linear in the unknowns,
 
     ln(f(x) / (1 − f(x))) = w·x + b ,
@@ -15,7 +15,8 @@ queries recover every w_k − w_0 and b_k − b_0, i.e. the model up to that inv
 its exact predictions. With more than n + 1 queries (or rounded outputs) the system is solved
 by least squares.
 
-Model inversion (Fredrikson, Jha & Ristenpart 2015, Algorithm 1 "MI-Face"; the seed lecture):
+Model inversion (Fredrikson, Jha & Ristenpart 2015, Algorithm 1 "MI-Face"; also in
+``YingCPSC680``):
 gradient descent on the *input* to make the model confident in a chosen label,
 c(x) = 1 − f̃_label(x) + AUXTERM(x), x_i = PROCESS(x_{i−1} − λ∇c(x_{i−1})), stopping when c has
 not improved on the last β iterates or when c ≤ γ, and returning the best iterate. The result is

@@ -28,8 +28,8 @@ padded with zero-weight entries), and their seeds.
 
 The shadow-model attack
 -----------------------
-:class:`ShadowModelAttack` follows the seed lecture and Shokri et al. (2017, Sec. IV-C/D): for
-every shadow model i, each example of its training set contributes a row
+:class:`ShadowModelAttack` follows Shokri et al. (2017, Sec. IV-C/D; as taught in
+``YingCPSC680``): for every shadow model i, each example of its training set contributes a row
 (y, f_i(x), "in") and each example of its held-out set a row (y, f_i(x), "out") to the attack
 training set; one binary classifier per class label y is trained on these rows and then applied
 to the target model's outputs. As features we use the log-probability vector log f(x) (a
@@ -236,8 +236,9 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
 
     Same arguments and the same algorithm per model as :func:`dplib.training.train` (see the
     module docstring); ``seeds[m]`` plays the role of train's ``seed`` (default: fresh OS
-    entropy per model, recorded in the result; fixed seeds are for experiments). The modules in ``models`` give the initial parameters and are not modified. ``chunk_size``
-    limits how many models are in one vmapped call (memory); ``device`` defaults to
+    entropy per model, recorded in the result; fixed seeds are for experiments). The modules in
+    ``models`` give the initial parameters and are not modified. ``chunk_size`` limits how many
+    models are in one vmapped call (memory); ``device`` defaults to
     :func:`dplib.device.get_device` (the GPU when there is one).
 
     Returns a :class:`BatchedModels`. Cost per step: one batched forward/backward for all M

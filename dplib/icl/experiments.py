@@ -178,7 +178,8 @@ def accuracy_table(model, dataset: TextDataset, *, epsilons: Sequence[float] = (
 
 
 def format_table(tables: dict[str, dict[str, dict]]) -> str:
-    """A plain-text table, one row per data set, "mean ± std" per column (like the seed's)."""
+    """A plain-text table, one row per data set, "mean ± std" per column (the layout of
+    the results tables of Wu et al. 2024)."""
     names = list(next(iter(tables.values())))
     lines = ["data set | " + " | ".join(names)]
     for ds, rows in tables.items():

@@ -8,7 +8,8 @@ people, one of whom answers differently) changes the probability of any report b
 
     p = e^ε / (1 + e^ε)   ⇔   ε = ln(p / (1 - p)).
 
-The coin-flip survey of seed 003 (heads: tell the truth; tails: answer with a second fair coin)
+The coin-flip survey of the diabetes example (Ying's lecture notes, ``YingCPSC680``; heads: tell
+the truth; tails: answer with a second fair coin)
 is the case p = 3/4, i.e. ε = ln 3. Each respondent randomises locally, so the guarantee holds
 even against the data collector (local DP).
 
