@@ -112,8 +112,8 @@ def mean_sensitivity(n: int, bound: float) -> float:
     """Sensitivity 2c/n of the mean of n records with ‖x_i‖ ≤ c, under **replace-one** adjacency.
 
     Replacing x_i by x_i' moves the mean by (x_i' − x_i)/n, of norm at most 2c/n in the norm the
-    bound is stated in (ℓ1 for Laplace, ℓ2 for Gaussian). Seed 001 ("Mean estimation"); Dwork &
-    Roth 2014, §3.3. Under add/remove adjacency n itself changes and is private: release the
+    bound is stated in (ℓ1 for Laplace, ℓ2 for Gaussian). The "Mean estimation" example of
+    ``RazaviyaynLecture11``; Dwork & Roth 2014, §3.3. Under add/remove adjacency n itself changes and is private: release the
     sum (sensitivity c) and the count (sensitivity 1) instead, then divide (post-processing).
     """
     n = check_int("n", n)
