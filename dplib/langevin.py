@@ -4,7 +4,8 @@ The algorithm (``noisy_gd``): for a data set D = (x_1, …, x_n), a loss ℓ and
 
     θ_{k+1} = Π_C(θ_k − (η/n) g(θ_k; D) + √(2ησ²) N(0, I_d)),   g(θ; D) = Σ_i ∇ℓ(θ; x_i),
 
-and only θ_K is released. Throughout, neighbouring data sets differ by **replacing one record**
+and only θ_K is released; θ_0 must be data-independent (a fixed point, or the Gaussian start of
+the theorem — see :func:`privacy_dynamics_rdp`). Throughout, neighbouring data sets differ by **replacing one record**
 (n stays fixed), and the *gradient sensitivity* is the one of the *summed* gradient,
 
     S_g = max_{D≃D'} sup_θ ‖g(θ; D) − g(θ; D')‖₂ = max_{x, x'} sup_θ ‖∇ℓ(θ; x) − ∇ℓ(θ; x')‖₂,
@@ -87,7 +88,9 @@ def privacy_dynamics_rdp(alpha: float | np.ndarray, sensitivity: float, sigma: f
 
     ε(α, K) = α S_g² / (λ σ² n²) · (1 − exp(−λ η K / 2)), for λ-strongly convex, β-smooth losses
     with η ≤ 1/β (main theorem of the paper, "Privacy Dynamics Bound"). It converges
-    to α S_g²/(λσ²n²) as K → ∞. Replace-one adjacency; ``sensitivity`` is S_g of the summed
+    to α S_g²/(λσ²n²) as K → ∞. The start θ_0 must not depend on the data: the theorem takes
+    θ_0 ∼ Π_C(N(0, 2σ²/λ I)), and a fixed point also satisfies the log-Sobolev condition its
+    proof needs (with constant 0 ≤ 2σ²/λ); a start computed from the data does not. Replace-one adjacency; ``sensitivity`` is S_g of the summed
     gradient. ``beta`` (optional) is checked against η ≤ 1/β; η ≤ 1/λ is always required.
     Broadcasts over ``alpha`` and ``K``.
     """
@@ -241,7 +244,8 @@ def excess_risk_bound(alpha: float, epsilon: float, beta: float, d: int, lipschi
 
     E[L_D(θ_{K*}) − L_D(θ*)] ≤ (α/ε) · β d L² / (λ² n²) for noisy GD on an L-Lipschitz,
     λ-strongly convex, β-smooth loss run to K* steps with σ set so that the dynamics bound
-    equals (α, ε)-RDP. An order-of-magnitude guide (constants as stated in the talk).
+    equals (α, ε)-RDP. An order-of-magnitude guide (constants as stated in the talk of
+    Chourasia, Ye & Shokri, ``ChourasiaYeShokri2021Talk``).
     """
     a = check_real("alpha", alpha, low=1.0)
     e = check_positive("epsilon", epsilon)

@@ -15,8 +15,10 @@ Privacy (neighbouring data sets differ by replacing one record, RDP of order α 
 * :func:`sgld_rdp` — Theorem 3.1 of the paper: for an L-Lipschitz, λ-strongly convex, β-smooth
   loss and step sizes η_k < 1/β, ε(α) = 4αL²/(λn²σ²) · (1 − exp(−(λ/2) Σ_k η_k)).
   The batch size m does not appear (the paper's sensitivity lemma bounds the *expected* drift
-  difference by (m/n)·(2L/m) = 2L/n). With m = n it is exactly the DP-GLD bound of Chourasia,
-  Ye & Shokri (2021) with S_g = 2L (:func:`dplib.langevin.privacy_dynamics_rdp`).
+  difference by (m/n)·(2L/m) = 2L/n). With m = n and a constant step it is exactly the DP-GLD
+  bound of Chourasia, Ye & Shokri (2021) with S_g = 2L
+  (:func:`dplib.langevin.privacy_dynamics_rdp`); with m = n and decreasing steps it is Ryffel
+  et al.'s extension of that proof.
 * :func:`constant_step_rdp`, :func:`decreasing_step_rdp` — Corollaries 3.2 and 3.3;
   :func:`decreasing_step_sizes` — η_k = 1/(2β + λk/2).
 * :func:`sgld_epsilon`, :func:`sgld_calibrate_sigma` — the (ε, δ) Theorem 3.1 claims, through
@@ -169,8 +171,9 @@ def sgld_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: flo
     actually run, so we sum η_0 + … + η_{K−1}. For a constant step both readings agree; for a
     decreasing schedule ours is the larger (more conservative) value.
 
-    A guarantee for full batches only: for m = n it equals
-    :func:`dplib.langevin.privacy_dynamics_rdp` with S_g = 2L (Chourasia, Ye & Shokri 2021).
+    A guarantee for full batches only: for m = n and a constant step it equals
+    :func:`dplib.langevin.privacy_dynamics_rdp` with S_g = 2L (Chourasia, Ye & Shokri 2021);
+    for m = n and varying steps it is Ryffel et al.'s extension of that proof.
     For m < n it is what Theorem 3.1 claims, unproved: the bound does not depend on the batch
     size, and :func:`one_step_delta_lower_bound` refutes it for small batches (module
     docstring). :func:`released_iterates_epsilon` holds for every m.
@@ -887,7 +890,8 @@ def train_dp_sgld_logistic(X: object, y: object, *, num_classes: int, lam: float
     K = ⌈epochs·n/m⌉ steps, σ calibrated to (``target_epsilon``, ``delta``) by ``accountant``:
 
     * "auto" (default): Theorem 3.1 (:func:`sgld_calibrate_sigma`) when m = n, where it is the
-      DP-GLD theorem of Chourasia, Ye & Shokri (2021) with S_g = 2L; otherwise the
+      DP-GLD theorem of Chourasia, Ye & Shokri (2021) with S_g = 2L (for a constant step; with
+      decreasing steps, Ryffel et al.'s extension of its proof); otherwise the
       released-iterates accountant (:func:`released_iterates_calibrate_sigma`), valid for every
       batch size since releasing θ_K reveals no more than releasing every iterate.
     * "released_iterates": that accountant for any m (``orders``: its Rényi orders, default
