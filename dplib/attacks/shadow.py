@@ -422,7 +422,8 @@ def _linear_stack_step(layers, params, xb, yb, wb, c, loss, chunk_size):
 
 
 def _zero_dead(t: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
-    """t with the examples of weight f = 0 set to 0 (their inf/NaN must not reach a sum)."""
+    """t with the examples of weight f = 0 set to 0 (their inf/NaN must not reach a sum). The
+    branch-free form of :func:`dplib.training.grads.zero_dead`, for use under ``vmap``."""
     dead = (f == 0).view(*f.shape, *([1] * (t.dim() - f.dim())))
     return torch.where(dead, torch.zeros((), dtype=t.dtype, device=t.device), t)
 

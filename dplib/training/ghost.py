@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .grads import (_check_batch, check_max_grad_norm, clip_factors, per_example_losses,
-                    row_norms, weighted_example_sum)
+                    row_norms, weighted_example_sum, zero_dead)
 
 __all__ = ["ghost_norms", "ghost_clipped_grad_sum", "GHOST_LAYERS"]
 
@@ -165,14 +165,6 @@ def _weights(f: torch.Tensor, *scales: torch.Tensor, dtype: torch.dtype) -> torc
     return torch.where(f == 0, torch.zeros_like(w), w).to(dtype)
 
 
-def _drop(t: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """t with the examples of weight 0 set to 0, so an inf/NaN there cannot reach the sum."""
-    dead = w == 0
-    if bool(dead.any()):
-        t = torch.where(dead.view(-1, *([1] * (t.dim() - 1))), torch.zeros_like(t), t)
-    return t
-
-
 def _clipped_sum(module: nn.Module, state: dict, f: torch.Tensor) -> dict[str, torch.Tensor]:
     """Σ_i f_i ∇_θ ℓ_i for the parameters of ``module`` from the prepared tensors: the weight
     gradient of a linear map is one matrix product of the activations with the f-weighted output
@@ -185,20 +177,21 @@ def _clipped_sum(module: nn.Module, state: dict, f: torch.Tensor) -> dict[str, t
         if _on(module, "weight"):
             wt = _weights(f, state["sa"], state["sg"], dtype=g.dtype)
             if per_example is not None:
-                w = torch.tensordot(wt, _drop(per_example, wt), dims=1)   # [G, O, I]
+                w = weighted_example_sum(wt, per_example)                     # [G, O, I]
             elif a.shape[-1] == 1:                                         # MLP: one matmul
-                w = (_drop(g[:, 0, :, 0], wt) * wt[:, None]).T @ _drop(a[:, 0, :, 0], wt)
+                gw = zero_dead(g[:, 0, :, 0], wt) * wt[:, None]
+                w = gw.T @ zero_dead(a[:, 0, :, 0], wt)
             else:
-                w = torch.einsum("bgot,bgit->goi", _drop(g, wt) * wt.view(-1, 1, 1, 1),
-                                 _drop(a, wt))
+                w = torch.einsum("bgot,bgit->goi", zero_dead(g, wt) * wt.view(-1, 1, 1, 1),
+                                 zero_dead(a, wt))
             out["weight"] = w.reshape(module.weight.shape)
         if _on(module, "bias"):
             wb = _weights(f, state["sg"], dtype=g.dtype)
-            out["bias"] = torch.tensordot(wb, _drop(g.sum(3), wb),
+            out["bias"] = torch.tensordot(wb, zero_dead(g.sum(3), wb),
                                           dims=1).reshape(module.bias.shape)
     elif isinstance(module, nn.Embedding):
         wt = _weights(f, state["sg"], dtype=state["g"].dtype)
-        g = _drop(state["g"], wt) * wt.view(-1, 1, 1)
+        g = zero_dead(state["g"], wt) * wt.view(-1, 1, 1)
         w = torch.zeros_like(module.weight)
         out["weight"] = w.index_add_(0, state["idx"].reshape(-1), g.reshape(-1, g.shape[-1]))
     else:

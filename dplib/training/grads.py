@@ -25,7 +25,7 @@ from torch.func import functional_call, grad, grad_and_value, vmap
 from .._validate import check_int, check_real
 
 __all__ = ["per_example_grads", "clip_per_example", "clip_factors", "per_example_losses",
-           "clipped_grad_sum", "row_norms", "weighted_example_sum"]
+           "clipped_grad_sum", "row_norms", "weighted_example_sum", "zero_dead"]
 
 
 def check_max_grad_norm(max_grad_norm: object) -> float:
@@ -147,10 +147,21 @@ def weighted_example_sum(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"f and g must have the same number of examples, got {f.shape[0]} and "
                          f"{g.shape[0]}")
     f = f.to(g.dtype)
+    return torch.tensordot(f, zero_dead(g, f), dims=1)
+
+
+def zero_dead(t: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """``t`` [B, ...] with the examples of weight f_i = 0 set to 0, so that an inf or NaN there
+    cannot reach a sum (0·inf = NaN). No copy when no weight is 0 (a data-dependent branch:
+    not for use under ``vmap``)."""
+    for name, v in (("t", t), ("f", f)):
+        if not isinstance(v, torch.Tensor) or v.dim() == 0:
+            raise ValueError(f"{name} must be a torch tensor with a batch dimension, got "
+                             f"{v!r}"[:300])
     dead = f == 0
     if bool(dead.any()):
-        g = torch.where(dead.view(-1, *([1] * (g.dim() - 1))), torch.zeros_like(g), g)
-    return torch.tensordot(f, g, dims=1)
+        t = torch.where(dead.view(-1, *([1] * (t.dim() - 1))), torch.zeros_like(t), t)
+    return t
 
 
 def _underflow_threshold(dtype: torch.dtype) -> float:

@@ -1144,12 +1144,24 @@ def _specs_models_erm() -> list[Spec]:
         import dplib.training.grads as GR
         import dplib.training.trainer as TT
         from dplib import device as DV2
+        from dplib.accounting import without_replacement as WOR
         lin = MO.make_logistic_regression(4, 2)
         out += [
+            Spec("dplib.accounting.without_replacement.wor_gaussian_pld",
+                 lambda: WOR.wor_gaussian_pld, args=(1.0, 0.01),
+                 params=dict(noise_multiplier="pos", sample_rate="rate",
+                             value_discretization_interval=[0.0, -1e-3, NAN, "x"])),
+            Spec("dplib.accounting.without_replacement.wor_gaussian_epsilon",
+                 lambda: WOR.wor_gaussian_epsilon, args=(1.0, 0.01, 10, 1e-5),
+                 params=dict(noise_multiplier="pos", sample_rate="rate", num_steps="int1",
+                             delta="delta", value_discretization_interval=[0.0, -1e-3, NAN])),
             Spec("dplib.device.release_seed", lambda: DV2.release_seed, kwargs=dict(seed=3),
                  params=dict(seed="seed")),
             Spec("dplib.training.grads.row_norms", lambda: GR.row_norms,
                  args=(torch.ones(3, 2),), params=dict(rows=[torch.ones(3), None, "abc"])),
+            Spec("dplib.training.grads.zero_dead", lambda: GR.zero_dead,
+                 args=(torch.ones(3, 2), torch.ones(3)), params=dict(t=[None, "abc"],
+                                                                    f=[None, "abc"])),
             Spec("dplib.training.grads.weighted_example_sum", lambda: GR.weighted_example_sum,
                  args=(torch.ones(3), torch.ones(3, 2)),
                  params=dict(f=[torch.ones(2), torch.ones(3, 1), None],
