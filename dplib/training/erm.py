@@ -3,7 +3,7 @@ noisy (projected) gradient descent, on L2-bounded logistic regression — the ro
 "perturb the answer" to "perturb the algorithm" (Chaudhuri, Monteleoni & Sarwate 2011; Bassily,
 Smith & Thakurta 2014).
 
-Conventions here differ from DP-SGD's on purpose, as in the sources: neighbouring datasets have
+Conventions here differ from DP-SGD's on purpose, as in those papers: neighbouring datasets have
 the same size n and differ in ONE record (replace-one adjacency), so the average gradient has ℓ2
 sensitivity 2L/n for an L-Lipschitz loss. Binary labels y ∈ {0, 1}; features with ‖x‖ ≤ 1, so
 the logistic loss ℓ(w; x, y) = log(1 + e^{wᵀx}) − y·wᵀx is L = 1 Lipschitz in w and has second
@@ -149,33 +149,39 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
     """Noise std σ per coordinate, added to the average gradient at each of T steps of DP-GD, so
     that the T steps together are (ε, δ)-DP (replace-one adjacency, 0 < ε < 1).
 
-    Derivation (Bassily, Smith & Thakurta 2014): the average gradient has sensitivity
-    Δ = 2L/n. Advanced composition in the form of Dwork & Roth 2014, Cor. 3.21: T mechanisms
-    that are (ε', δ')-DP with ε' = ε / √(8T ln(1/δ₀)) compose to (ε, Tδ' + δ₀) for ε < 1. Take
-    δ₀ = δ' = δ/(T+1) (total δ) and the classic Gaussian mechanism σ = Δ√(2 ln(1.25/δ'))/ε'
-    (Dwork & Roth, Thm A.1; ε' < 1):
+    Derivation (full-batch DP-GD, the setting of Bassily, Smith & Thakurta 2014, with the
+    composition step of Razaviyayn's lecture notes cited below): the average gradient has
+    sensitivity Δ = 2L/n. Advanced composition in the form of Dwork & Roth 2014, Cor. 3.21:
+    T mechanisms that are (ε', δ')-DP with ε' = ε / √(8T ln(1/δ₀)) compose to (ε, Tδ' + δ₀) for
+    ε < 1. Take δ₀ = δ' = δ/(T+1) (total δ) and the classic Gaussian mechanism
+    σ = Δ√(2 ln(1.25/δ'))/ε' (Dwork & Roth, Thm A.1; ε' < 1):
 
     $$ \\sigma = \\frac{8L\\sqrt{T}}{\\varepsilon n}
        \\sqrt{\\ln\\frac{T+1}{\\delta}\\,\\ln\\frac{1.25(T+1)}{\\delta}}. $$
 
-    ``form="seed"`` returns the simplified closed form often quoted for this derivation,
-    σ = 8L√T/(εn)·(ln(1.25/δ) + ln(T+1)) = 8L√T/(εn)·ln(1.25(T+1)/δ). It writes ln(1/δ) where
-    the derivation needs ln(1/δ₀) = ln((T+1)/δ); it is nevertheless at least the derived σ
-    (because √(ab) ≤ b for a ≤ b), so it is safe, just a little more noise.
+    ``form="razaviyayn"`` returns the closed form of Razaviyayn's lecture notes (*Trustworthy
+    Machine Learning from an Optimization Lens*, USC, lecture 11: DP-SGD, privacy amplification
+    and privacy accountants),
+    σ = 8L√T/(εn)·(ln(1.25/δ) + ln(T+1)) = 8L√T/(εn)·ln(1.25(T+1)/δ).
+    Those notes take the per-step budget with ln(1/δ) where the derivation needs
+    ln(1/δ₀) = ln((T+1)/δ); the closed form is nevertheless at least the derived σ (because
+    √(ab) ≤ b for a ≤ b), so it is safe, just a little more noise.
 
     ``form="gdp"`` accounts the same T Gaussian steps exactly instead: each is (Δ/σ)-GDP, T of
     them are (√T·Δ/σ)-GDP (Dong, Roth & Su 2022, Cor. 3.3), and μ-GDP is (ε, δ)-DP exactly when
     1/μ is the analytic Gaussian σ of (ε, δ) (Balle & Wang 2018): σ = Δ√T·σ_analytic(ε, δ). Valid
     for every ε > 0, and several times smaller than the advanced-composition σ.
     """
-    if form not in ("derived", "seed", "gdp"):
-        raise ValueError(f"form must be 'derived', 'seed' or 'gdp', got {form!r}")
+    if form == "seed":              # the name this form had before it cited its source
+        form = "razaviyayn"
+    if form not in ("derived", "razaviyayn", "gdp"):
+        raise ValueError(f"form must be 'derived', 'razaviyayn' or 'gdp', got {form!r}")
     eps = check_real("epsilon", epsilon, low=0.0, high=math.inf if form == "gdp" else 1.0)
     d = check_real("delta", delta, low=0.0, high=1.0)
     T = check_int("steps", steps)
     n = check_int("n", n)
     L = check_positive("lipschitz", lipschitz)
-    if form == "seed":
+    if form == "razaviyayn":
         return 8 * L * math.sqrt(T) / (eps * n) * math.log(1.25 * (T + 1) / d)
     if form == "gdp":
         from ..mechanisms import gaussian_sigma
@@ -308,11 +314,13 @@ def objective_perturbation_logistic(X: object, y: object, *, lam: float, epsilon
     regulariser and set ε' = ε/2. Draw b with density ∝ exp(−ε'‖b‖/2) (norm ~ Gamma(d, 2/ε'),
     uniform direction) and release argmin (1/n)Σℓ + (λ+Δ)/2 ‖w‖² + bᵀw/n.
 
-    The noise enters the objective, not the answer; the proof needs a strongly convex, twice
-    differentiable objective (the regulariser) — :func:`perturbed_median` shows what happens
-    without it. Replace-one adjacency (CMS 2011 neighbours differ in one record, n public); like
-    output perturbation, the proof is for the exact minimiser, which :func:`fit_logistic`
-    approximates.
+    The noise enters the objective, not the answer; the proof recovers the noise from the
+    released minimiser, b = −n∇(objective without b)(w), and bounds the ratio of noise densities
+    and the Jacobian of that map, so it needs a strongly convex regulariser AND a twice
+    differentiable loss with bounded curvature (CMS 2011, Thm 9) — :func:`perturbed_median`
+    shows that strong convexity alone does not save a loss with kinks. Replace-one adjacency
+    (CMS 2011 neighbours differ in one record, n public); like output perturbation, the proof is
+    for the exact minimiser, which :func:`fit_logistic` approximates.
 
     ``rng``: ``None`` (default) draws fresh OS entropy; a fixed seed only for experiments,
     never for a release (see the module docstring).
@@ -346,24 +354,44 @@ def _objective_perturbation_parameters(n: int, lam: float, epsilon: float, *,
     return lam + delta_reg, epsilon / 2
 
 
-def perturbed_median(x: object, b: object) -> np.ndarray:
-    """argmin_w (1/n)Σ_i |w − x_i| + (b/n)·w for each noise value b (vectorised over b).
+def perturbed_median(x: object, b: object, *, lam: float = 0.0) -> np.ndarray:
+    """argmin_w (1/n)Σ_i |w − x_i| + (λ/2)·w² + (b/n)·w for each noise value b (vectorised).
 
-    The objective-perturbation recipe applied to the median, a convex but NOT strongly convex
-    (and not differentiable) loss. The perturbed objective is piecewise linear, so
-    for |b| < n its minimum sits at a data point: the smallest x_(k) where the slope
-    #{x_i ≤ w} − #{x_i > w} + b turns non-negative. The output is then a record itself — for
-    D = {0, 100} vs D' = {0, 101}, any b ∈ (−2, 0) releases 100 vs 101 (disjoint outputs, no
-    finite ε). |b| ≥ n makes the objective unbounded below; that is refused.
+    Objective perturbation (Chaudhuri, Monteleoni & Sarwate 2011) applied to the median, a
+    convex, 1-Lipschitz loss with a kink at every record. n times the right derivative,
+    g(w) = 2·#{x_i ≤ w} − n + nλw + b, is non-decreasing, and the minimiser is where g crosses 0:
+    a record x_(k) whenever 0 lies in the jump of g at x_(k) — an interval of b of width 2 per
+    record — and otherwise, for λ > 0, the point −(2·#{x_i < w} − n + b)/(nλ) between two
+    records. So every record is an atom of the release, with or without the regulariser: for
+    D = {0, 100} against D' = {0, 101}, M(D) = 100 for every b in [−2 − 200λ, −200λ], while
+    M(D') = 100 only for b = −200λ, an event of probability 0 under any noise density. The
+    regulariser makes the minimiser unique and continuous in b, but not one-to-one: the privacy
+    proof of objective perturbation recovers b from the output, which needs a differentiable
+    (twice, for its Jacobian) loss. With λ = 0, |b| ≥ n makes the objective unbounded below;
+    that is refused.
     """
     xs = np.sort(check_finite_array("x", x).ravel())
     bs = np.asarray(b, dtype=float)
+    lam = check_real("lam", lam, low=0.0, high=math.inf, low_open=False)
     n = xs.size
-    if np.any(~np.isfinite(bs)) or np.any(np.abs(bs) >= n):
-        raise ValueError(f"b must satisfy |b| < n = {n} (else the objective is unbounded "
-                         f"below), got max |b| = {np.max(np.abs(bs)):.4g}")
-    # slope just right of x_(k) (k = 1..n, ties resolved by counting): 2k − n + b, k = #{x_i ≤ w}
-    k = np.arange(1, n + 1)
-    slope_right = 2 * k[None, :] - n + bs.reshape(-1, 1)
-    first = np.argmax(slope_right >= 0, axis=1)
-    return xs[first].reshape(bs.shape)
+    if np.any(~np.isfinite(bs)) or (lam == 0 and np.any(np.abs(bs) >= n)):
+        raise ValueError(f"b must be finite and, for lam = 0, satisfy |b| < n = {n} (else the "
+                         f"objective is unbounded below), got max |b| = "
+                         f"{np.max(np.abs(bs)):.4g}")
+    # n × the derivative just right (left) of x_(k), with ties: 2·#{x_i ≤ x_(k)} (2·#{x_i < x_(k)})
+    # − n + nλ·x_(k) + b
+    n_le = np.searchsorted(xs, xs, side="right")
+    n_lt = np.searchsorted(xs, xs, side="left")
+    base = n * lam * xs - n + bs.reshape(-1, 1)
+    right = 2 * n_le + base
+    first = np.argmax(right >= 0, axis=1)                  # the first record with g(x+) ≥ 0
+    if lam == 0:                                           # then g(x_(first)−) < 0 always
+        return xs[first].reshape(bs.shape)
+    rows = np.arange(first.size)
+    left = 2 * n_lt[first] + base[rows, first]             # g just left of that record
+    b_flat = bs.reshape(-1)
+    between = -(2 * n_lt[first] - n + b_flat) / (n * lam)  # root of g below x_(first)
+    out = np.where(left <= 0, xs[first], between)
+    beyond = ~np.any(right >= 0, axis=1)                   # g < 0 right of every record
+    out = np.where(beyond, -(n + b_flat) / (n * lam), out)
+    return out.reshape(bs.shape)
