@@ -172,8 +172,6 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
     1/μ is the analytic Gaussian σ of (ε, δ) (Balle & Wang 2018): σ = Δ√T·σ_analytic(ε, δ). Valid
     for every ε > 0, and several times smaller than the advanced-composition σ.
     """
-    if form == "seed":              # the name this form had before it cited its source
-        form = "razaviyayn"
     if form not in ("derived", "razaviyayn", "gdp"):
         raise ValueError(f"form must be 'derived', 'razaviyayn' or 'gdp', got {form!r}")
     eps = check_real("epsilon", epsilon, low=0.0, high=math.inf if form == "gdp" else 1.0)

@@ -65,7 +65,7 @@ def test_dpgd_sigma_derived_form_is_advanced_composition_of_gaussians():
         expected = 8 * math.sqrt(T) / (eps * n) * math.sqrt(
             math.log((T + 1) / delta) * math.log(1.25 * (T + 1) / delta))
         assert sigma == pytest.approx(expected, rel=1e-12)
-        assert dpgd_sigma(eps, delta, T, n, form="seed") >= sigma
+        assert dpgd_sigma(eps, delta, T, n, form="razaviyayn") >= sigma
 
 
 def test_dpgd_sigma_gdp_form_is_exact_by_the_pld_accountant():
@@ -79,13 +79,14 @@ def test_dpgd_sigma_gdp_form_is_exact_by_the_pld_accountant():
                                                                          "analytic"))
 
 
-def test_dpgd_sigma_seed_form_and_scaling_are_exact():
-    """The lecture's closed form σ = 8L√T/(εn)·(ln(1.25/δ) + ln(T + 1)) (seed 001), and σ ∝ L/n
+def test_dpgd_sigma_razaviyayn_form_and_scaling_are_exact():
+    """The closed form of Razaviyayn's lecture notes, σ = 8L√T/(εn)·(ln(1.25/δ) + ln(T + 1)),
+    and σ ∝ L/n
     in every form (the sensitivity 2L/n of the average gradient)."""
     eps, delta, n, T = 0.5, 1e-6, 300, 40
     seed = 8 * math.sqrt(T) / (eps * n) * (math.log(1.25 / delta) + math.log(T + 1))
-    assert dpgd_sigma(eps, delta, T, n, form="seed") == pytest.approx(seed, rel=1e-12)
-    for form in ("derived", "seed", "gdp"):
+    assert dpgd_sigma(eps, delta, T, n, form="razaviyayn") == pytest.approx(seed, rel=1e-12)
+    for form in ("derived", "razaviyayn", "gdp"):
         base = dpgd_sigma(eps, delta, T, n, 1.0, form=form)
         assert dpgd_sigma(eps, delta, T, n, 2.5, form=form) == pytest.approx(2.5 * base,
                                                                               rel=1e-12)
@@ -332,3 +333,27 @@ def test_balanced_lambda_values():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_perturbed_median_with_a_regulariser_is_the_exact_minimiser():
+    """Subgradient optimality of w = argmin (1/n)Σ|w − x_i| + (λ/2)w² + (b/n)w, by a fine grid."""
+    rng = np.random.default_rng(0)
+    for lam in (1e-3, 0.05, 0.7, 5.0):
+        x = np.round(rng.normal(size=7) * 3, 1)             # ties possible
+        b = rng.uniform(-2, 2, size=50)
+        w = perturbed_median(x, b, lam=lam)
+        grid = np.linspace(x.min() - 5, x.max() + 5, 200_001)
+        obj = (np.abs(grid[None, :, None] - x[None, None, :]).mean(2)
+               + lam / 2 * grid[None, :] ** 2 + b[:, None] / len(x) * grid[None, :])
+        best = obj.min(1)
+        at_w = (np.abs(w[:, None] - x[None, :]).mean(1) + lam / 2 * w ** 2 + b / len(x) * w)
+        assert np.all(at_w <= best + 1e-9)
+
+
+def test_the_regulariser_does_not_remove_the_median_atom():
+    """D = {0, 100}, D' = {0, 101}, λ = 1e-3, b uniform on (−2, 2): M(D) = 100 with probability
+    (2 − 200λ)/4 = 0.45, M(D') = 100 never — strong convexity does not repair the kink."""
+    b = np.random.default_rng(1).uniform(-2, 2, size=200_000)
+    p_d = np.mean(perturbed_median([0.0, 100.0], b, lam=1e-3) == 100.0)
+    p_d2 = np.mean(perturbed_median([0.0, 101.0], b, lam=1e-3) == 100.0)
+    assert abs(p_d - 0.45) < 0.005 and p_d2 == 0.0
