@@ -2,7 +2,7 @@
 ℓ1 error vs D₂ per noise family, and encoding throughput.
 
 Run:  python benchmarks/encoding.py [--quick] [--seeds 3] [--epochs 20] [--device cpu|cuda]
-                                    [--json data/encoding_digits.json]
+                                    [--json dplib/data/encoding_digits.json]
 
 1. Built-in check: Algorithm 1's numerical accountant with Gaussian noise and a code book of
    norm-1 vectors against the closed-form subsampled-Gaussian RDP (integer orders 2…64).
@@ -15,8 +15,9 @@ Run:  python benchmarks/encoding.py [--quick] [--seeds 3] [--epochs 20] [--devic
    family (the paper's Figure 6), with the small-shift (Fisher) prediction of the ratios.
 4. Encoded vectors per second, CPU (and CUDA when present).
 
-Writes everything, with provenance, to ``--json`` (the chapter reads that file). About 35
-minutes on 2 CPU cores; ``--quick`` is a smoke run of a minute. Speed is measured here, never
+Writes everything, with provenance, to ``--json`` (by default the file installed with dplib,
+which the chapter reads with ``dplib.datasets.load_cached_result("encoding_digits")``). About
+35 minutes on 2 CPU cores; ``--quick`` is a smoke run of a minute. Speed is measured here, never
 asserted in tests.
 """
 from __future__ import annotations
@@ -42,7 +43,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--epochs", type=float, default=10)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--json", default=str(ROOT / "data" / "encoding_digits.json"))
+    ap.add_argument("--json", default=str(ROOT / "dplib" / "data" / "encoding_digits.json"))
     args = ap.parse_args()
 
     import dplib

@@ -10,6 +10,8 @@ public data sets that download only when asked.
   another hash is deleted and refused, never opened (an MD5 match proves nothing against a
   crafted file, and CIFAR-10's batches are pickles, which run code when loaded). Tests never
   download: they exercise the same code on small local files.
+* Stored results: :func:`load_cached_result` reads a long benchmark run's JSON, installed with
+  dplib as package data (``dplib/data``), so a chapter opened alone needs no repository.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ import numpy as np
 from ._validate import as_generator, check_bool, check_int, check_probability, check_real
 
 __all__ = ["synthetic_survey", "synthetic_health_records", "load_digits", "load_mnist",
-           "load_cifar10", "default_root", "is_online"]
+           "load_cifar10", "default_root", "is_online", "load_cached_result"]
 
 
 def synthetic_survey(n: int, proportion: float, *, rng: np.random.Generator | int) -> np.ndarray:
@@ -140,6 +142,25 @@ def load_digits(*, seed: int = 0, val_fraction: float = 0.2, test_fraction: floa
     out = _to_torch(split, mean, std)
     out.update(num_classes=10, image_shape=(1, 8, 8))
     return out
+
+
+def load_cached_result(name: str) -> dict:
+    """The stored results of a long benchmark run, shipped with dplib as ``dplib/data/<name>.json``.
+
+    A chapter quotes runs that take too long to repeat (``benchmarks/encoding.py``: about 35
+    minutes) from these files; being package data, they are installed with dplib, so a notebook
+    opened alone (Colab, an empty folder) finds them without the repository. Each file's
+    ``provenance`` entry records the command, versions, machine and date of its run.
+    """
+    import json
+    from importlib import resources
+    folder = resources.files(__package__) / "data"
+    names = tuple(sorted(f.name[:-len(".json")] for f in folder.iterdir()
+                         if f.name.endswith(".json")))
+    if not isinstance(name, str) or name not in names:
+        raise ValueError(f"name must be one of {list(names)} (the files in dplib/data), "
+                         f"got {name!r}")
+    return json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def default_root() -> Path:

@@ -3,7 +3,9 @@
 ``_config.yml`` is the one place the repository's address is written; a notebook opened in Colab
 cannot read it, so the address is copied into the ``BOOK_REPO = ...`` line of each chapter's first
 code cell, and of each assignment's master notebook, and into ``assignments/requirements.txt``
-(what an autograder image installs). What Colab installs is pinned too, so that a later push to
+(what an autograder image installs). Every chapter's first code cell is written whole from
+:data:`CHAPTER_SETUP` (one text for all chapters); the assignments' setup cells, which differ,
+get only their pinned lines. What Colab installs is pinned too, so that a later push to
 the repository (or to PyPI) cannot change what a reader's notebook runs:
 
 * ``BOOK_REF = "<40-hex commit>"``: the commit of the repository the cell installs
@@ -15,9 +17,9 @@ the repository (or to PyPI) cannot change what a reader's notebook runs:
 
 Run ``make sync`` (``make sync REF=<commit or tag>``) after changing the URL or before
 publishing; ``tests/book``, ``tests/assignments`` and ``tests/adversary`` fail while the cells
-disagree. It edits only those lines of the setup cells and ``requirements.txt``. ``make sync``
-also links, from the front matter, every planned chapter that has entered the table of contents
-(tools/front_matter.py).
+disagree. It edits only the setup cells (nothing else of a notebook) and ``requirements.txt``.
+``make sync`` also links, from the front matter, every planned chapter that has entered the table
+of contents (tools/front_matter.py).
 """
 from __future__ import annotations
 
@@ -38,6 +40,32 @@ OTTER_LINE = re.compile(r'^OTTER = "[^"]*"', re.M)
 #: What ``BOOK_REF`` holds: a full commit hash.
 COMMIT = re.compile(r"[0-9a-f]{40}")
 REQUIREMENTS = ROOT / "assignments" / "requirements.txt"
+
+#: The first code cell of every chapter; ``make sync`` fills in the two pinned lines. In Colab it
+#: installs dplib without ``--upgrade``: pip then keeps what the runtime has (its ipywidgets 7.7.1,
+#: numpy, torch), since dplib accepts those versions, instead of replacing a module the running
+#: kernel may already have loaded. Colab's own widget manager draws core ipywidgets 7 but not 8;
+#: its custom widget manager draws both, so the cell turns it on (once dplib is importable; the
+#: first ``if`` is the install alone).
+CHAPTER_SETUP = """\
+# Setup. In Colab: install dplib from the book's repository, at the commit this book was built
+# from, keeping Colab's own packages, and let Colab draw the sliders. Everywhere: seed every
+# generator and pick the device (GPU when there is one).
+import sys
+
+BOOK_REPO = ""  # repository.url, _config.yml
+BOOK_REF = ""  # the commit of BOOK_REPO it installs (`make sync`)
+if "google.colab" in sys.modules:
+    import subprocess
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    f"git+{BOOK_REPO}@{BOOK_REF}"], check=True)
+
+import dplib
+
+if "google.colab" in sys.modules:  # the widget manager that renders ipywidgets 7 and 8
+    from google.colab import output
+    output.enable_custom_widget_manager()
+env = dplib.setup(seed=0)"""
 
 
 def repository_url() -> str:
@@ -105,22 +133,31 @@ def pin_setup_source(source: str, url: str, ref: str, otter: str | None) -> str:
     return source
 
 
+def chapter_setup_source(url: str, ref: str) -> str:
+    """:data:`CHAPTER_SETUP` with its ``BOOK_REPO``/``BOOK_REF`` lines set to ``url``/``ref``."""
+    return pin_setup_source(CHAPTER_SETUP, url, ref, None)
+
+
 def _uncommitted_library() -> bool:
     proc = _git("status", "--porcelain", "--", "dplib", "pyproject.toml", "requirements.txt")
     return proc is not None and proc.returncode == 0 and bool(proc.stdout.strip())
 
 
 def sync_setup_cells(url: str, ref: str, otter: str) -> list[Path]:
-    """Pin every chapter's and assignment's setup cell (only that cell, and only if needed)."""
+    """Write every chapter's setup cell from :data:`CHAPTER_SETUP` and pin every assignment's
+    (only that cell, and only if needed; each file is read right before it is written)."""
     changed = []
+    chapter = chapter_setup_source(url, ref)
     for path in chapter_notebooks() + assignment_notebooks():
         nb = nbformat.read(path, as_version=4)
         cell = setup_cell(nb)
-        is_assignment = path.parent.name == "assignments"
-        try:
-            new = pin_setup_source(cell.source, url, ref, otter if is_assignment else None)
-        except ValueError as err:
-            raise ValueError(f"{path.relative_to(ROOT)}: {err}") from None
+        if path.parent.name != "assignments":
+            new = chapter
+        else:
+            try:
+                new = pin_setup_source(cell.source, url, ref, otter)
+            except ValueError as err:
+                raise ValueError(f"{path.relative_to(ROOT)}: {err}") from None
         if new != cell.source:
             cell.source = new
             nbformat.write(nb, path)
