@@ -13,6 +13,10 @@ JB := $(VENV)/bin/jupyter-book
 QUICK_OUT := _build/quick
 # The student edition (every solution removed), built from a stripped copy of the sources.
 STUDENT_OUT := _build/student
+# Where the instructor publishes $(STUDENT_OUT)/src, which the student edition's Colab and Binder
+# buttons open: a branch of repository.url (_config.yml), or of another repository.
+STUDENT_BRANCH ?= student
+STUDENT_REPO ?=
 QUICK_STUDENT := $(QUICK_OUT)/student
 ASSIGNMENTS_OUT := _build/assignments
 # Where instructors will publish each assignment's student/tests.zip for Colab (optional).
@@ -48,11 +52,14 @@ book: $(STAMP)
 # solutions changes only Markdown, and the cache is keyed on code cells, so nothing is executed
 # again when `make book` ran first (see tools/student_edition.py).
 book-student: $(STAMP)
-	$(PY) tools/student_edition.py --out $(STUDENT_OUT) --cache $(CURDIR)/_build/.jupyter_cache
+	$(PY) tools/student_edition.py --out $(STUDENT_OUT) --cache $(CURDIR)/_build/.jupyter_cache \
+		--branch $(STUDENT_BRANCH) $(if $(STUDENT_REPO),--repository $(STUDENT_REPO),)
 	rm -rf $(STUDENT_OUT)/_build/html
 	$(JB) build $(STUDENT_OUT)/src --path-output $(STUDENT_OUT) --keep-going
 	@echo
 	@echo "The student edition is built. Open: file://$(CURDIR)/$(STUDENT_OUT)/_build/html/index.html"
+	@echo "Its Colab and Binder buttons open the notebooks of $(STUDENT_OUT)/src: publish that"
+	@echo "folder as branch $(STUDENT_BRANCH) (see the instructors' page)."
 
 # Student notebooks (+ public tests) and autograder zips, one folder per assignment.
 assignments: $(STAMP)

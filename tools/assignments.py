@@ -19,6 +19,10 @@ first cell unpacks a ``tests.zip`` (uploaded or downloaded) only if it has that 
 grader runs the tests' code. Its ``OTTER`` pin is set to the otter-grader that wrote the tests.
 With ``--url``, the student notebook's ``TESTS_URL`` is set to ``URL/NAME/tests.zip`` so that in
 Colab its first cell downloads the public tests by itself (publish ``student/tests.zip`` there).
+
+``OUT`` is taken relative to the folder the command runs in (Otter itself runs in
+``assignments/``). The autograder zip's environment installs ``assignments/requirements.txt``:
+every package the notebooks import, and ``dplib`` at the commit the notebooks pin.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sync_notebooks import OTTER_LINE, otter_requirement  # noqa: E402
@@ -70,6 +75,9 @@ def generate(master: Path, out: Path, *, url: str | None = None,
     ``run_tests`` makes Otter execute the solutions against every test (public and hidden)
     before writing anything, so a broken master fails here rather than in a student's hands.
     """
+    # Otter runs in the master's folder (below), so a relative ``out`` would be read from there:
+    # both paths are made absolute first, relative to the caller's working folder.
+    master, out = Path(master).resolve(), Path(out).resolve()
     name = master.stem
     dest = out / name
     if dest.exists():
@@ -83,18 +91,35 @@ def generate(master: Path, out: Path, *, url: str | None = None,
     if proc.returncode != 0:
         raise RuntimeError(f"otter assign failed for {master.name}:\n{proc.stdout}\n{proc.stderr}")
     student = dest / "student" / master.name
-    solution = dest / "autograder" / master.name
-    zips = sorted((dest / "autograder").glob(f"{name}-autograder_*.zip"))
-    if not (student.exists() and solution.exists() and len(zips) == 1):
-        raise RuntimeError(f"otter assign wrote an unexpected layout in {dest}")
     # The public tests as one zip: uploaded next to the notebook in Colab, or published at URL.
-    tests_zip = dest / "student" / "tests.zip"
-    with zipfile.ZipFile(tests_zip, "w") as zf:
+    with zipfile.ZipFile(dest / "student" / "tests.zip", "w") as zf:
         for test in sorted((dest / "student" / "tests").glob("*.py")):
             zf.write(test, f"tests/{test.name}")
+    generated = read_generated(dest, name)
+    _pin_student_setup(student, generated.tests_sha256,
+                       f"{url.rstrip('/')}/{name}/tests.zip" if url else None)
+    return generated
+
+
+def read_generated(dest: Path, name: str) -> Generated:
+    """The files of one assignment generated into ``dest`` (``OUT/NAME``), checked to be there."""
+    student = dest / "student" / f"{name}.ipynb"
+    solution = dest / "autograder" / f"{name}.ipynb"
+    tests_zip = dest / "student" / "tests.zip"
+    zips = sorted((dest / "autograder").glob(f"{name}-autograder_*.zip"))
+    if not (student.exists() and solution.exists() and tests_zip.exists() and len(zips) == 1):
+        raise RuntimeError(f"otter assign wrote an unexpected layout in {dest}")
     sha = hashlib.sha256(tests_zip.read_bytes()).hexdigest()
-    _pin_student_setup(student, sha, f"{url.rstrip('/')}/{name}/tests.zip" if url else None)
     return Generated(name, student, solution, zips[0], tests_zip, sha)
+
+
+def environment_requirements(autograder_zip: Path) -> list[str]:
+    """What the autograder zip's environment installs with pip: the ``pip:`` list of its
+    ``environment.yml`` (Otter writes otter-grader and ``requirements.txt`` there)."""
+    with zipfile.ZipFile(autograder_zip) as zf:
+        env = yaml.safe_load(zf.read("environment.yml"))
+    pip = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    return [str(r) for r in (pip[0] if pip else [])]
 
 
 def _pin_student_setup(student: Path, tests_sha256: str, tests_url: str | None) -> None:

@@ -6,7 +6,12 @@ For every master notebook in ``assignments/`` (so a new assignment is covered by
 * plausible wrong answers (below, one per question) lose points on every question, so each
   question's hidden tests can fail;
 * the student version carries neither the solutions nor the hidden tests;
-* the setup cell installs what Colab needs, and its Colab branch unpacks the public tests.
+* ``make assignments``, the README's command, writes that layout (run in a copy of the
+  repository, so its relative output folder is taken as an instructor's shell gives it);
+* the autograder zip's environment installs every package the notebook imports;
+* the setup cell installs what Colab needs, and its Colab branch unpacks the public tests, also
+  when it ran once before they were uploaded, and never a tests.zip that is not the one made
+  with the notebook.
 
 Grading runs the notebooks in a kernel, a few seconds each; the runs are done in parallel once
 per session (``grades`` below).
@@ -17,17 +22,24 @@ import ast
 import concurrent.futures
 import os
 import re
+import shutil
+import subprocess
 import sys
 import types
 import zipfile
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import nbformat
 import pytest
+import tomllib
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-from assignments import generate, grade, master_notebooks  # noqa: E402
+from assignments import (environment_requirements, generate, grade,  # noqa: E402
+                         master_notebooks, read_generated)
 from sync_notebooks import OTTER_LINE, REF_LINE, REPO_LINE, repository_url  # noqa: E402
 
 MASTERS = master_notebooks()
@@ -181,10 +193,51 @@ def _question_points(master: Path) -> dict[str, float]:
     return points
 
 
+# What `make assignments` needs of the repository: the Makefile, the tool, the masters, and the
+# files its setup step depends on (so that make sees the environment as set up).
+MAKE_INPUTS = ["Makefile", "tools", "assignments", "requirements.txt", "requirements-dev.txt",
+               "pyproject.toml"]
+
+
+def _copy_for_make(dest: Path) -> Path:
+    """A copy of what ``make assignments`` reads, with this interpreter's environment as .venv.
+
+    ``.venv`` is a folder of links to the running environment plus a fresh setup stamp, so make
+    runs the target itself instead of setting the environment up again.
+    """
+    dest.mkdir()
+    for name in MAKE_INPUTS:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(
+                "__pycache__", "_build", ".ipynb_checkpoints"))
+        else:
+            shutil.copy2(src, dest / name)
+    venv = dest / ".venv"
+    venv.mkdir()
+    for entry in Path(sys.prefix).iterdir():
+        if entry.name != ".installed":
+            (venv / entry.name).symlink_to(entry)
+    (venv / ".installed").touch()
+    return dest
+
+
 @pytest.fixture(scope="session")
-def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("assignments")
-    return {m.stem: generate(m, out, run_tests=False) for m in MASTERS}
+def made(tmp_path_factory) -> Path:
+    """The repository copy in which `make assignments` ran, as the README gives it."""
+    repo = _copy_for_make(tmp_path_factory.mktemp("make") / "repo")
+    before = sorted(p.relative_to(repo) for p in (repo / "assignments").rglob("*"))
+    proc = subprocess.run(["make", "assignments"], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 0, f"make assignments failed:\n{proc.stdout}\n{proc.stderr}"
+    after = sorted(p.relative_to(repo) for p in (repo / "assignments").rglob("*"))
+    assert after == before, "make assignments wrote into assignments/"
+    return repo
+
+
+@pytest.fixture(scope="session")
+def generated(made):
+    """Every assignment as `make assignments` wrote it into _build/assignments."""
+    return {name: read_generated(made / "_build" / "assignments" / name, name) for name in NAMES}
 
 
 @pytest.fixture(scope="session")
@@ -203,6 +256,20 @@ def grades(generated, tmp_path_factory):
         futures = {key: pool.submit(grade, generated[key[0]].autograder, path)
                    for key, path in jobs.items()}
         return {key: f.result() for key, f in futures.items()}
+
+
+def test_make_assignments_writes_every_assignment(made, generated):
+    """The README's command: each assignment's student and autograder files, in _build."""
+    out = made / "_build" / "assignments"
+    assert sorted(p.name for p in out.iterdir()) == sorted(NAMES)
+    for name, g in generated.items():
+        assert g.student.parent == out / name / "student"
+        assert g.autograder.parent == out / name / "autograder"
+        with zipfile.ZipFile(g.tests_zip) as zf:
+            assert sorted(zf.namelist()) == sorted(
+                f"tests/{p.name}" for p in (g.student.parent / "tests").glob("*.py"))
+        assert f'TESTS_SHA256 = "{g.tests_sha256}"' in _setup_source(g.student), \
+            "the student notebook must carry its tests.zip's SHA-256"
 
 
 def test_there_are_assignments():
@@ -271,6 +338,161 @@ def test_setup_cell_installs_from_configured_repository(name):
         "the autograder image installs dplib at the notebooks' commit: make sync"
 
 
+def _imports(notebook: Path) -> set[str]:
+    """The top-level package of every import in the notebook's code (tests included)."""
+    modules = set()
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        code = "\n".join(line for line in cell.source.splitlines()
+                         if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules.add(node.module.split(".")[0])
+    return modules
+
+
+def _distribution(requirement: str) -> str:
+    """The distribution a pip requirement line installs (this repository's ``git+`` is dplib)."""
+    if requirement.startswith("git+"):
+        url = requirement[len("git+"):].split("@")[0]
+        assert url == repository_url(), f"{requirement}: not the book's repository"
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+        return canonicalize_name(project)
+    return canonicalize_name(Requirement(requirement).name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_autograder_environment_installs_every_import(generated, name):
+    """Each import of the notebook is installed by the autograder zip's environment itself,
+    not through another package's dependencies (torch, for one, is no dependency of dplib)."""
+    installed = {_distribution(r) for r in environment_requirements(generated[name].autograder)}
+    providers = packages_distributions()
+    missing = {}
+    for module in sorted(_imports(ROOT / "assignments" / f"{name}.ipynb")):
+        if module in sys.stdlib_module_names:
+            continue
+        dists = {canonicalize_name(d) for d in providers.get(module, [module])}
+        if not dists & installed:
+            missing[module] = sorted(dists)
+    assert not missing, (f"{name} imports what its autograder does not install: {missing}; "
+                         "add them to assignments/requirements.txt")
+
+
+def _requirement_lines(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines()
+            if line.strip() and not line.strip().startswith(("#", "-"))]
+
+
+def test_autograder_requirements_use_the_books_bounds():
+    """Every package is bounded below, as the book's own requirements.txt bounds it."""
+    book = {canonicalize_name(r.name): r.specifier
+            for r in map(Requirement, _requirement_lines(ROOT / "requirements.txt"))}
+    lines = _requirement_lines(ROOT / "assignments" / "requirements.txt")
+    assert any(line.startswith("git+") for line in lines)
+    for line in lines:
+        if line.startswith("git+"):
+            continue
+        req = Requirement(line)
+        assert any(s.operator in (">=", "==") for s in req.specifier), \
+            f"{line}: pin it or give it a lower bound"
+        name = canonicalize_name(req.name)
+        if name in book:
+            assert req.specifier == book[name], \
+                f"{line}: the book's requirements.txt says {req.name}{book[name]}"
+
+
+def _setup_source(notebook: Path) -> str:
+    return next(c for c in nbformat.read(notebook, as_version=4).cells
+                if c.cell_type == "code").source
+
+
+class _ColabShell:
+    """What ``get_ipython()`` returns in Colab, as far as Otter looks (its repr)."""
+
+    def __str__(self) -> str:
+        return "<google.colab._shell.Shell object>"
+
+
+def _as_colab(monkeypatch, work: Path) -> list:
+    """Run the next setup cells as in Colab, in ``work``: ``google.colab`` importable, Otter
+    seeing Colab's shell, pip stubbed out (its calls are returned)."""
+    import otter.check.utils
+
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(otter.check.utils, "get_ipython", _ColabShell)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    return calls
+
+
+def _run(code: str, namespace: dict, name: str = "cell"):
+    exec(compile(code, name, "exec"), namespace)
+
+
+def _tests_in(folder: Path) -> dict[str, bytes]:
+    return {f"tests/{p.name}": p.read_bytes() for p in sorted((folder / "tests").glob("*.py"))}
+
+
+def _zip_tests(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {n: zf.read(n) for n in zf.namelist() if n.endswith(".py")}
+
+
+def test_colab_setup_run_before_the_upload_unpacks_it_when_run_again(generated, tmp_path,
+                                                                     monkeypatch, capsys):
+    """Run the cell, upload tests.zip, run the cell again: the tests are there and
+    ``grader.check`` passes the solutions (the order a student meets in Colab)."""
+    g = generated[NAMES[0]]
+    setup = _setup_source(g.student)
+    work = tmp_path / "colab"
+    calls = _as_colab(monkeypatch, work)
+    namespace: dict = {}
+    _run(setup, namespace, "setup")
+    assert "upload tests.zip" in capsys.readouterr().out
+    assert not _tests_in(work)
+    with pytest.raises(FileNotFoundError):      # no test yet: check says so
+        _run('grader.check("q1")', namespace)
+
+    shutil.copy(g.tests_zip, work / "tests.zip")     # the student uploads it
+    _run(setup, namespace, "setup")
+    assert len(calls) == 2
+    assert _tests_in(work) == _zip_tests(g.tests_zip) and _tests_in(work)
+
+    # the solutions, cell by cell after the setup cell, then every public check
+    solution = [c.source for c in nbformat.read(g.solution, as_version=4).cells
+                if c.cell_type == "code"][1:]
+    for i, code in enumerate(solution):
+        if "grader." not in code:
+            _run(code, namespace, f"solution cell {i}")
+    for test in sorted((work / "tests").glob("*.py")):
+        _run(f"result = grader.check({test.stem!r})", namespace)
+        assert namespace["result"].passed_all, f"{test.stem}: {namespace['result']}"
+
+
+def test_colab_setup_refuses_a_tampered_tests_zip(generated, tmp_path, monkeypatch):
+    """A tests.zip that is not the generated one is not unpacked, before or after a first run."""
+    g = generated[NAMES[0]]
+    setup = _setup_source(g.student)
+    work = tmp_path / "colab"
+    _as_colab(monkeypatch, work)
+    namespace: dict = {}
+    _run(setup, namespace, "setup")              # before the upload
+    tests = _zip_tests(g.tests_zip)
+    first = sorted(tests)[0]
+    with zipfile.ZipFile(work / "tests.zip", "w") as zf:   # one test made to pass anything
+        for name, data in tests.items():
+            zf.writestr(name, data + b"\n# edited\n" if name == first else data)
+    with pytest.raises(RuntimeError, match="SHA-256"):
+        _run(setup, namespace, "setup")
+    assert not _tests_in(work)
+
+
 def test_colab_branch_unpacks_public_tests(tmp_path, monkeypatch):
     """Run the first cell as Colab would (pip stubbed out), fetching tests.zip from TESTS_URL."""
     name = NAMES[0]
@@ -284,15 +506,9 @@ def test_colab_branch_unpacks_public_tests(tmp_path, monkeypatch):
     assert f'TESTS_URL = "{published.as_uri()}/tests.zip"' in setup.source
 
     work = tmp_path / "colab"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
-    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
-    calls = []
-    import subprocess
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    calls = _as_colab(monkeypatch, work)
     namespace: dict = {}
-    exec(compile(setup.source, "setup", "exec"), namespace)
+    _run(setup.source, namespace, "setup")
     assert calls and any(part.startswith(f"git+{repository_url()}@") for part in calls[0])
     assert any(part.startswith("otter-grader==") for part in calls[0])
     with zipfile.ZipFile(g.student.parent / "tests.zip") as zf:

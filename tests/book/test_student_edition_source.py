@@ -12,8 +12,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-from student_edition import prepare, strip_solutions, student_config  # noqa: E402
-from sync_notebooks import chapter_notebooks  # noqa: E402
+from student_edition import (STUDENT_BRANCH, prepare, strip_solutions,  # noqa: E402
+                             student_config)
+from sync_notebooks import REF_LINE, REPO_LINE, chapter_notebooks, setup_cell  # noqa: E402
 
 EXERCISE = "```{exercise} Title\n:label: ex-a\n\nDo it.\n```"
 
@@ -66,8 +67,21 @@ def test_student_config_hides_solutions_and_reuses_the_cache(tmp_path):
     assert config["execute"]["cache"] == str((tmp_path / "cache").resolve())
     assert "student edition" in config["title"]
     reader = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["repository"] == reader["repository"]
     assert config["sphinx"]["extra_extensions"] == reader["sphinx"]["extra_extensions"]
+
+
+def test_student_launch_buttons_open_the_published_stripped_tree():
+    """Colab and Binder open repository.url at repository.branch/path_to_book: in the student
+    edition, the root of the branch where the stripped tree is published, not the reader's."""
+    reader = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    config = student_config(None)["repository"]
+    assert config["url"] == reader["url"]
+    assert config["branch"] == STUDENT_BRANCH != reader["branch"]
+    assert config["path_to_book"] == ""
+    other = student_config(None, "https://github.com/someone/course", "fall")["repository"]
+    assert (other["url"], other["branch"]) == ("https://github.com/someone/course", "fall")
+    with pytest.raises(ValueError, match="branch"):
+        student_config(None, None, reader["branch"])
 
 
 def test_prepare_copies_the_book_without_solutions(tmp_path):
@@ -82,3 +96,18 @@ def test_prepare_copies_the_book_without_solutions(tmp_path):
         assert "{solution}" not in text and "{exercise}" in text
         assert removed[f"chapters/{path.name}"] >= 3
     assert not (src / "tests").exists() and not (src / "dplib").exists()
+    config = yaml.safe_load((src / "_config.yml").read_text())
+    assert config["repository"]["branch"] == STUDENT_BRANCH
+
+
+def test_published_tree_installs_what_its_notebooks_pin(tmp_path):
+    """Binder builds the published branch from its requirements.txt: the book's runtime needs
+    and dplib at the commit the setup cells install."""
+    prepare(tmp_path, None)
+    lines = (tmp_path / "src" / "requirements.txt").read_text().splitlines()
+    setup = setup_cell(nbformat.read(chapter_notebooks()[0], as_version=4)).source
+    repo, ref = (p.search(setup).group(0).split('"')[1] for p in (REPO_LINE, REF_LINE))
+    assert f"git+{repo}@{ref}" in lines
+    book = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    assert set(book) <= set(lines)

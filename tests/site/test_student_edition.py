@@ -6,11 +6,14 @@ because the thing looked for was never there.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import nbformat
 import pytest
+import yaml
 
-from sitecheck import chapter_pages, html_pages, soup, toc_pages
+from sitecheck import ROOT, chapter_pages, html_pages, soup, toc_pages
 
 TEXT_SUFFIXES = {".html", ".js", ".ipynb", ".md", ".txt", ".json"}
 
@@ -71,3 +74,59 @@ def test_no_file_of_the_student_edition_carries_a_solution(site, student_site):
             leaks.extend(f"{path.relative_to(student_site)}: {p[:60]}…"
                          for p in paragraphs if p in text)
     assert not leaks, "solutions in the student edition:\n  " + "\n  ".join(leaks[:20])
+
+
+SOLUTION = re.compile(r"^\s*[`:]{3,}\{solution(-start)?\}", re.M)
+
+
+def _launch_targets(html) -> list[tuple[str, str, str, str]]:
+    """(service, repository, branch, path in it) of every Colab and Binder link on a page."""
+    launch = yaml.safe_load((ROOT / "_config.yml").read_text())["launch_buttons"]
+    colab = re.compile(rf"^{re.escape(launch['colab_url'].rstrip('/'))}"
+                       r"/github/([^/]+)/([^/]+)/blob/([^/]+)/(.+)$")
+    binder = re.compile(rf"^{re.escape(launch['binderhub_url'].rstrip('/'))}"
+                        r"/v2/gh/([^/]+)/([^/]+)/([^?]+)\?urlpath=(?:lab/)?tree/(.+)$")
+    targets = []
+    for a in html.select("a[href]"):
+        for service, pattern in (("Colab", colab), ("Binder", binder)):
+            if m := pattern.match(a["href"]):
+                org, repo, branch, path = m.groups()
+                targets.append((service, f"https://github.com/{org}/{repo}", branch, path))
+    return targets
+
+
+def _where(config: Path) -> tuple[str, str]:
+    repo = yaml.safe_load(config.read_text())["repository"]
+    return repo["url"].rstrip("/").removesuffix(".git"), repo["branch"]
+
+
+def _solutions(notebook: Path) -> int:
+    nb = nbformat.read(notebook, as_version=4)
+    return sum(len(SOLUTION.findall(c.source)) for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_launch_buttons_open_notebooks_without_solutions(site, student_site):
+    """Every Colab and Binder button of the student edition opens a notebook of the stripped
+    tree (``src/`` next to the build, which the instructor publishes at the repository and
+    branch of its _config.yml), and that notebook has no solution. The reader's edition's buttons
+    open the book's own notebooks, which have them (the control)."""
+    src = student_site.parent.parent / "src"
+    reader_at, student_at = _where(ROOT / "_config.yml"), _where(src / "_config.yml")
+    assert student_at != reader_at, "the student edition opens the reader's notebooks"
+    for page in chapter_pages():
+        reader = _launch_targets(soup(site / page))
+        assert {t[0] for t in reader} == {"Colab", "Binder"}, f"{page}: no launch buttons"
+        for _, repo, branch, path in reader:
+            assert (repo, branch) == reader_at and _solutions(ROOT / path) >= 3
+    opened = []
+    for page in html_pages(student_site):
+        for service, repo, branch, path in _launch_targets(soup(student_site / page)):
+            assert (repo, branch) == student_at, \
+                f"{page}: {service} opens {repo} at {branch}, not where src/ is published"
+            notebook = src / path
+            assert notebook.is_file(), f"{page}: {service} opens {path}, which src/ lacks"
+            assert _solutions(notebook) == 0, f"{page}: {service} opens {path} with solutions"
+            opened.append((page, service))
+    for page in chapter_pages():
+        assert {s for p, s in opened if p == page} == {"Colab", "Binder"}, \
+            f"{page}: the student edition lost its launch buttons"
