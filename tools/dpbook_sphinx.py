@@ -40,6 +40,7 @@ edition, built from a copy of the sources elsewhere, gets them too.
 from __future__ import annotations
 
 import html
+import os
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,9 @@ def _root_redirect(app, exception) -> None:
 
 
 def setup(app) -> dict[str, Any]:
+    # The notebook kernels this build starts inherit the variable: dplib.widgets then draws each
+    # panel's frames, so its sliders move on the static site (nbval and Jupyter do not set it).
+    os.environ.setdefault("DPBOOK_WIDGET_FRAMES", "1")
     app.add_search_language(SearchEnglishFolded)
     app.add_js_file("dpbook.js")
     app.connect("build-finished", _root_redirect, priority=400)

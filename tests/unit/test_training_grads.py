@@ -139,7 +139,7 @@ def test_clipping_bounds_every_norm_and_keeps_small_gradients():
         small = norms <= c
         torch.testing.assert_close(clipped["w"][small], grads["w"][small])
         # large ones are scaled to exactly C, direction unchanged
-        torch.testing.assert_close(new[~small], torch.full_like(new[~small], c))
+        torch.testing.assert_close(new[~small], torch.full_like(new[~small], c), rtol=1e-6, atol=0)
         cos = F.cosine_similarity(clipped["w"][~small].flatten(1), grads["w"][~small].flatten(1))
         torch.testing.assert_close(cos, torch.ones_like(cos))
     clipped, _ = clip_per_example(grads, math.inf)
