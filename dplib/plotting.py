@@ -51,6 +51,8 @@ def compact_png(fig: Figure, *, colors: int = 256) -> bytes:
     for instance, is 10 KB this way, against 37 KB as matplotlib's RGBA PNG and 69 KB as SVG.
     The figure is not closed (the caller owns it).
     """
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     if not isinstance(colors, int) or isinstance(colors, bool) or not 2 <= colors <= 256:
         raise ValueError(f"colors must be an integer in [2, 256], got {colors!r}")
     from PIL import Image
