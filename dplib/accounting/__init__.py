@@ -8,7 +8,8 @@ q (``sample_rate``), the clipped sum (ℓ2 sensitivity 1) gets N(0, σ²) noise 
 * :mod:`.composition` — basic, advanced (Dwork–Rothblum–Vadhan) and optimal homogeneous
   (Kairouz–Oh–Viswanath) composition of (ε, δ)-DP mechanisms.
 * :mod:`.rdp` — RDP of the (subsampled) Gaussian, RDP → (ε, δ), :class:`RDPAccountant`.
-* :mod:`.pld` — privacy-loss distributions composed by FFT, :class:`PLDAccountant`.
+* :mod:`.pld` — privacy-loss distributions composed by FFT, :class:`PLDAccountant` (bounded work
+  for every input: closed form at q = 1, grid budgets, the RDP bound where it is tighter).
 * :mod:`.calibrate` — :func:`calibrate_noise`, the σ that meets a target ε.
 * :mod:`.gdp` — Gaussian DP and its CLT approximation for DP-SGD (labelled as approximate).
 * :mod:`.subsampling` — amplification by subsampling (Balle, Barthe & Gaboardi 2018) and the RDP

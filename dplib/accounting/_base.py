@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_int, check_positive, check_probability, check_real
+from .._validate import check_int, check_probability, check_real
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,22 @@ class Phase:
     num_steps: int
 
 
+#: The noise multipliers the accountants take. Outside it σ² or 1/σ² leaves the float range
+#: (σ = 1e200 raised OverflowError, σ = 1e-200 divided by zero); the answers there would be
+#: ε = ∞ (σ → 0) or ε = 0 (σ → ∞) anyway.
+NOISE_MULTIPLIER_RANGE = (1e-100, 1e100)
+
+
+def check_noise_multiplier(value: object) -> float:
+    """σ in [1e-100, 1e100] (:data:`NOISE_MULTIPLIER_RANGE`)."""
+    low, high = NOISE_MULTIPLIER_RANGE
+    return check_real("noise_multiplier", value, low=low, high=high, low_open=False,
+                      high_open=False)
+
+
 def check_phase(noise_multiplier: object, sample_rate: object, num_steps: object) -> Phase:
-    """Validate one phase: σ > 0, q ∈ (0, 1], num_steps an integer ≥ 1."""
-    return Phase(check_positive("noise_multiplier", noise_multiplier),
+    """Validate one phase: σ ∈ [1e-100, 1e100], q ∈ (0, 1], num_steps an integer ≥ 1."""
+    return Phase(check_noise_multiplier(noise_multiplier),
                  check_probability("sample_rate", sample_rate, low_open=True),
                  check_int("num_steps", num_steps, low=1))
 

@@ -16,6 +16,7 @@ import math
 
 from .._validate import check_int, check_positive, check_probability
 from ..mechanisms.gaussian import gaussian_epsilon
+from ._base import check_noise_multiplier
 
 __all__ = ["gdp_epsilon", "clt_mu"]
 
@@ -32,8 +33,14 @@ def clt_mu(sample_rate: float, noise_multiplier: float, num_steps: int) -> float
 
     An approximation (Dong, Roth & Su 2022, Sec. 5), not a bound: use it for intuition and
     compare with :class:`~dplib.accounting.PLDAccountant`, never to report a guarantee.
+    Computed in log space where e^{1/σ²} overflows a float (σ ≲ 0.038); inf where μ itself does.
     """
     q = check_probability("sample_rate", sample_rate, low_open=True)
-    s = check_positive("noise_multiplier", noise_multiplier)
+    s = check_noise_multiplier(noise_multiplier)
     t = check_int("num_steps", num_steps)
-    return q * math.sqrt(t * math.expm1(1.0 / s**2))
+    x = 1.0 / s**2
+    if x < 700.0:
+        return q * math.sqrt(t * math.expm1(x))
+    # σ ≲ 0.038: e^{1/σ²} overflows a float; μ in log space, inf only if μ itself does.
+    log_mu = math.log(q) + 0.5 * (math.log(t) + x + math.log1p(-math.exp(-x)))
+    return math.exp(log_mu) if log_mu < 709.0 else math.inf

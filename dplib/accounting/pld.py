@@ -36,31 +36,40 @@ Pessimism (every number is an upper bound up to floating-point round-off):
    "Connect the Dots: Tighter Discrete Approximations of Privacy Loss Distributions", PETS, §4,
    Thm 4.3): the P-mass of each loss interval (ε_{i−1}, ε_i] is split between its two end points so
    that the grid PLD's δ(ε) is the chord of the true δ(ε) seen as a convex function of e^ε —
-   exact at grid points, above it in between. Losses below the lowest grid point are moved up to it
-   (rounding losses up is pessimistic); the mass above the top grid point becomes δ(ε_top) of
-   infinite loss.
+   exact at grid points, above it in between, for every spacing h (a coarser grid is looser, never
+   optimistic). Losses below the lowest grid point are moved up to it (δ(ε) = E[(1 − e^{ε−S})_+]
+   is non-decreasing in every single-step loss, so rounding losses up is pessimistic also after
+   composition); the mass above the top grid point becomes δ(ε_top) of infinite loss. The grid
+   spans the x-range outside which P has mass ≤ τ per side, τ·T ≈ 1e-4·δ for T steps, so all the
+   truncated mass adds at most ~3e-4·δ (the power of ten nearest 1e-4·δ) to δ.
 2. *Truncation and wrap-around* — the composed PLD is computed on a window [a, b] of the loss axis
    by a cyclic FFT of length N ≥ (b − a)/h. Mass outside the window folds back into it (it only
    adds); the mass above b is bounded by a Chernoff bound P(S > b) ≤ e^{−tb} E[e^{tS}] and added to
    δ (likewise below a, when ε < a).
+3. *Round-off* — the FFT leaves an absolute error of ~u = 1.1e-16 on each spectral value f_k ≈ 1,
+   which f_k^T turns into ~T·u. For T ≥ 1e5 the frequencies that survive the power are computed
+   without that error (:func:`_log_spectrum_low`) or in ``np.longdouble``. What remains is taken as
+   a per-point error ν (from the negative masses) and added to δ as ν per grid point summed.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft as sfft
-from scipy.special import ndtr, ndtri
+from scipy.special import log_ndtr, ndtr, ndtri
 
 from .._validate import check_positive, check_probability
-from ._base import Accountant, check_delta, check_epsilon
+from ._base import Accountant, check_delta, check_epsilon, check_noise_multiplier
 from .rdp import RDPAccountant
 
 __all__ = ["DiscretePLD", "compose", "subsampled_gaussian_pld", "PLDAccountant"]
 
-#: Loss values whose single-step tail probability is below this are truncated (ε_top: its δ
-#: becomes infinite-loss mass; ε_bottom: exact, mass moved up).
+#: Default of :func:`subsampled_gaussian_pld`: the P-mass left beyond each end of its grid
+#: (ε_top: its δ becomes infinite-loss mass; ε_bottom: mass moved up). The accountant passes
+#: ~1e-4·δ/T instead (:meth:`PLDAccountant._tails`).
 _STEP_TAIL = 1e-30
 #: Bound on the composed mass left outside the FFT window (added to δ).
 _WINDOW_TAIL = 1e-15
@@ -68,7 +77,19 @@ _CHERNOFF_T = np.geomspace(1e-2, 1e3, 16)
 #: h is at most this fraction of Var(L)/E|L| of every phase (see :func:`loss_scale`).
 _H_FRACTION = 0.05
 #: Largest composed grid (points) the accountant builds; beyond it h is coarsened automatically.
-MAX_GRID_SIZE = 1 << 22
+#: With the single-step budget below it bounds one query to ~0.1–0.3 s (both directions).
+MAX_GRID_SIZE = 1 << 18
+#: Largest total of single-step grid points (all phases of one direction); beyond it, likewise.
+MAX_STEP_GRID = 1 << 16
+#: The single-step truncations of T steps leave at most this fraction of δ as infinite loss.
+_STEP_TAIL_FRACTION = 1e-4
+#: Phases of at least this many steps get their spectrum's surviving low frequencies computed
+#: without the FFT's ±u error (:func:`_log_spectrum_low`; see :func:`_phase_spectrum`).
+_EXTENDED_STEPS = 10 ** 5
+#: Taylor terms and the largest (frequencies × blocks × terms) of that computation.
+_TAYLOR_TERMS = 22
+_REFINE_WORK = 10_000_000
+_U = 2.0 ** -53
 
 
 @dataclass(frozen=True)
@@ -91,10 +112,15 @@ class DiscretePLD:
         return float(np.sum(self.pmf[above] * -np.expm1(epsilon - lv[above])) + self.infinity_mass)
 
 
-def _norm_mass(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """P(lo < Z ≤ hi) for Z ∼ N(0, 1), taken on the side of the smaller tail (no 1 − 1 ≈ 0 loss)."""
-    right = lo >= 0
-    return np.where(right, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
+def _interval_masses(edges: np.ndarray) -> np.ndarray:
+    """P(e_k < Z ≤ e_{k+1}) for Z ∼ N(0, 1) and increasing edges, each taken on the side of the
+    smaller tail (no 1 − 1 ≈ 0 loss). With G(x) = Φ(−|x|) at every edge (one ``ndtr`` per edge,
+    shared by the two intervals it bounds): G(lo) − G(hi) right of 0, G(hi) − G(lo) left of 0,
+    1 − G(lo) − G(hi) for the interval across 0."""
+    g = ndtr(-np.abs(edges))
+    lo, hi = edges[:-1], edges[1:]
+    g_lo, g_hi = g[:-1], g[1:]
+    return np.where(lo >= 0, g_lo - g_hi, np.where(hi <= 0, g_hi - g_lo, 1.0 - g_lo - g_hi))
 
 
 def _threshold(v: np.ndarray, sigma: float, q: float) -> np.ndarray:
@@ -149,33 +175,69 @@ def _loss_remove(x: float, sigma: float, q: float) -> float:
     return float(np.logaddexp(math.log1p(-q), math.log(q) + z)) if q < 1 else z
 
 
+def _x_range(sigma: float, q: float, direction: str, tail_mass: float) -> tuple[float, float]:
+    """[x_lo, x_hi] outside which P has mass ≤ ``tail_mass`` on each side.
+
+    P = (1−q)·N(0, σ²) + q·N(1, σ²) (remove, replace) or N(0, σ²) (add). A component of weight w
+    gets w·Φ̄(z) ≤ tail_mass/2 at z = −Φ^{-1}(min(tail_mass/(2w), ½)), so both components together
+    leave at most ``tail_mass`` beyond each end.
+    """
+    def z(w: float) -> float:
+        return float(-ndtri(min(max(tail_mass / (2 * w), 1e-300), 0.5)))
+    if direction == "add":
+        return -sigma * z(0.5), sigma * z(0.5)
+    z0, z1 = z(1 - q) if q < 1 else 0.0, z(q)
+    return min(-sigma * z0, 1 - sigma * z1), max(sigma * z0, 1 + sigma * z1)
+
+
+def _loss_range(sigma: float, q: float, direction: str, tail_mass: float) -> tuple[float, float]:
+    """(bottom, top): the losses at the ends of :func:`_x_range` (L is monotone in x)."""
+    x_lo, x_hi = _x_range(sigma, q, direction, tail_mass)
+    if direction == "remove":
+        return _loss_remove(x_lo, sigma, q), _loss_remove(x_hi, sigma, q)
+    if direction == "replace":
+        return _loss_replace(x_lo, sigma, q), _loss_replace(x_hi, sigma, q)
+    return -_loss_remove(x_hi, sigma, q), -_loss_remove(x_lo, sigma, q)
+
+
+def _split_up(p: np.ndarray, q: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """p − e^{ε}·q ∈ [0, p] for an interval where the loss exceeds ε (P-mass p, Q-mass q), as
+    p·(1 − e^{ε + log q − log p}): e^{ε} alone is never formed, so losses in the thousands
+    (σ ≈ 0.01) do not overflow. Round-off can put e^{ε}q a hair above p; the exponent is then
+    taken as 0 (this is not a clip of any input). A Q-mass that rounds to ≤ 0 moves all of p up,
+    the pessimistic side."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = eps + np.log(np.maximum(q, 0.0)) - np.log(p)
+    log_ratio = np.minimum(np.where(p > 0, log_ratio, 0.0), 0.0)
+    return np.where(p > 0, p * -np.expm1(log_ratio), 0.0)
+
+
 def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
                             direction: str = "remove",
-                            value_discretization_interval: float = 1e-3) -> DiscretePLD:
+                            value_discretization_interval: float = 1e-3,
+                            tail_mass: float = _STEP_TAIL) -> DiscretePLD:
     """Pessimistic discrete PLD of one step of the Poisson-subsampled Gaussian mechanism.
 
     Grid ε_i = i·h; the P-mass of the loss interval (ε_{i−1}, ε_i] (an x-interval, since L is
     monotone in x) is split as u_i = (P(I) − e^{ε_{i−1}} Q(I)) / (1 − e^{−h}) to ε_i and the rest to
     ε_{i−1} (connect the dots, Doroshenko et al. 2022, §4 — the masses that make the grid δ(ε)
     the chord of the true δ(ε) in e^ε). Computing u from interval masses, not from differences of δ,
-    keeps the relative error of each mass at ~1e-16/h instead of an absolute error of that size.
+    keeps the relative error of each mass at ~1e-16/h instead of an absolute error of that size;
+    e^{ε} is never formed, so losses in the thousands (σ ≈ 0.01) do not overflow.
+
+    The grid spans the losses of the x-range outside which P has mass ≤ ``tail_mass`` per side
+    (:func:`_x_range`): losses below it are moved up to its lowest point (pessimistic: δ(ε) is
+    non-decreasing in every loss), and the part δ(ε_top) of the mass above it becomes infinite
+    loss (connect the dots on (ε_top, ∞)). :class:`PLDAccountant` sets ``tail_mass`` so that T
+    steps leave at most a 1e-4 fraction of the target δ there.
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
+    sigma = check_noise_multiplier(noise_multiplier)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     h = check_positive("value_discretization_interval", value_discretization_interval)
+    tail = check_probability("tail_mass", tail_mass, low_open=True, high_open=True)
     if direction not in ("remove", "add", "replace"):
         raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {direction!r}")
-    z = float(-ndtri(_STEP_TAIL))                 # P(N(0,1) > z) = _STEP_TAIL
-    x_lo, x_hi = -sigma * z, 1.0 + sigma * z      # beyond these, mass < _STEP_TAIL per component
-    if direction == "remove":
-        top = _loss_remove(x_hi, sigma, q)
-        bottom = _loss_remove(x_lo, sigma, q)
-    elif direction == "replace":     # P's support is within [x_lo, x_hi]; L is increasing
-        top = _loss_replace(x_hi, sigma, q)
-        bottom = _loss_replace(x_lo, sigma, q)
-    else:
-        top = -_loss_remove(x_lo, sigma, q)
-        bottom = -_loss_remove(x_hi, sigma, q)
+    bottom, top = _loss_range(sigma, q, direction, tail)
     i0, i1 = math.floor(bottom / h), math.ceil(top / h)
     if i1 - i0 > 50_000_000:
         raise ValueError(f"value_discretization_interval={h:g} needs {i1 - i0} grid points for "
@@ -186,38 +248,41 @@ def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
         # L > ε ⇔ x > t(ε); interval (ε_{i−1}, ε_i] ⇔ x ∈ (t_{i−1}, t_i].
         t = _threshold(eps, s, q)
         t = np.concatenate([[-np.inf], t, [np.inf]])    # add the two tails as outer intervals
-        lo, hi = t[:-1], t[1:]
-        q_mass = _norm_mass(lo / s, hi / s)
-        p_mass = (1 - q) * q_mass + q * _norm_mass((lo - 1) / s, (hi - 1) / s)
+        q_mass = _interval_masses(t / s)
+        p_mass = (1 - q) * q_mass + q * _interval_masses((t - 1) / s)
     elif direction == "replace":
         # L > ε ⇔ x > t(ε), as for remove, with the replace-one threshold.
         t = _threshold_replace(eps, s, q)
         t = np.concatenate([[-np.inf], t, [np.inf]])
-        lo, hi = t[:-1], t[1:]
-        centre = (1 - q) * _norm_mass(lo / s, hi / s)
-        p_mass = centre + q * _norm_mass((lo - 1) / s, (hi - 1) / s)
-        q_mass = centre + q * _norm_mass((lo + 1) / s, (hi + 1) / s)
+        centre = (1 - q) * _interval_masses(t / s)
+        p_mass = centre + q * _interval_masses((t - 1) / s)
+        q_mass = centre + q * _interval_masses((t + 1) / s)
     else:
-        # L > ε ⇔ x < t(−ε); interval (ε_{i−1}, ε_i] ⇔ x ∈ [t(−ε_i), t(−ε_{i−1})).
+        # L > ε ⇔ x < t(−ε); interval (ε_{i−1}, ε_i] ⇔ x ∈ [t(−ε_i), t(−ε_{i−1})): the edges
+        # t(−ε) decrease, so the masses are those of the reversed edges, reversed.
         t = _threshold(-eps, s, q)
-        t = np.concatenate([[np.inf], t, [-np.inf]])
-        lo, hi = t[1:], t[:-1]
-        p_mass = _norm_mass(lo / s, hi / s)
-        q_mass = (1 - q) * p_mass + q * _norm_mass((lo - 1) / s, (hi - 1) / s)
+        t = np.concatenate([[-np.inf], t[::-1], [np.inf]])
+        p_mass = _interval_masses(t / s)[::-1]
+        q_mass = (1 - q) * p_mass + q * _interval_masses((t - 1) / s)[::-1]
     # p_mass[0]: L ≤ ε_0 (moved up to ε_0); p_mass[k], k = 1..n: interval (ε_{k−1}, ε_k];
     # p_mass[-1]: L > ε_n (its δ(ε_n) part becomes infinite loss, the rest goes to ε_n).
     pmf = np.zeros(eps.size)
     pmf[0] = p_mass[0]
     pi, qi = p_mass[1:-1], q_mass[1:-1]
-    # u = (P(I) − e^{ε_{i−1}} Q(I)) / (1 − e^{−h}) lies in [0, P(I)] exactly; round-off can push it
-    # a hair outside, so it is put back in range (this is not a clip of any input).
-    up = np.clip((pi - np.exp(eps[:-1]) * qi) / -math.expm1(-h), 0.0, pi)
+    # u = (P(I) − e^{ε_{i−1}} Q(I)) / (1 − e^{−h}) lies in [0, P(I)] exactly.
+    up = np.minimum(_split_up(pi, qi, eps[:-1]) / -math.expm1(-h), pi)
     pmf[1:] += up
     pmf[:-1] += pi - up
-    p_top, q_top = p_mass[-1], q_mass[-1]
-    inf_mass = max(p_top - math.exp(eps[-1]) * q_top, 0.0)   # δ(ε_n) ≥ 0
-    pmf[-1] += p_top - inf_mass
+    inf_mass = float(_split_up(p_mass[-1:], q_mass[-1:], eps[-1:])[0])   # δ(ε_n) ≥ 0
+    pmf[-1] += p_mass[-1] - inf_mass
     return DiscretePLD(pmf=pmf, offset=i0, h=h, infinity_mass=inf_mass)
+
+
+@functools.lru_cache(maxsize=1)
+def _hermite_nodes() -> tuple[np.ndarray, np.ndarray]:
+    """80-point Gauss–Hermite (probabilists') nodes and normalised weights, computed once."""
+    z, w = np.polynomial.hermite_e.hermegauss(80)
+    return z, w / w.sum()
 
 
 def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> float:
@@ -228,12 +293,11 @@ def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> f
     h·E|L| ≪ Var(L). :class:`PLDAccountant` therefore caps h at a fraction of this ratio, which is
     what keeps it tight when q is tiny or σ large (single-step losses of 1e-6 and less).
     """
-    s = check_positive("noise_multiplier", noise_multiplier)
+    s = check_noise_multiplier(noise_multiplier)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     if direction not in ("remove", "add", "replace"):
         raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {direction!r}")
-    z, w = np.polynomial.hermite_e.hermegauss(80)
-    w = w / w.sum()
+    z, w = _hermite_nodes()
 
     def loss(x: np.ndarray) -> np.ndarray:
         zz = (2 * x - 1) / (2 * s**2)
@@ -248,40 +312,167 @@ def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> f
         wts = np.concatenate([(1 - q) * w, q * w])
     else:
         vals, wts = -loss(s * z), w
+    scale = float(np.max(np.abs(vals)))       # Var/E|L| scales like L: compute on L/scale
+    if not scale > 0:
+        return 0.0
+    vals = vals / scale
     mean = np.sum(wts * vals)
     var = np.sum(wts * (vals - mean) ** 2)
-    return float(var / max(np.sum(wts * np.abs(vals)), 1e-300))
+    return float(scale * var / max(np.sum(wts * np.abs(vals)), 1e-300))
 
 
 def _log_mgf(pld: DiscretePLD, t: np.ndarray) -> np.ndarray:
-    """log Σ_L p(L) e^{tL} over the finite part, for each t (vectorised: one matrix product).
+    """log Σ_L p(L) e^{tL} over the finite part, for each t of one sign (one matrix product).
 
     Each row is shifted by t·L_max (t > 0) or t·L_min (t < 0) so no exponential overflows."""
     keep = pld.pmf > 0
     lv, p = pld.losses[keep], pld.pmf[keep]
-    ref = np.where(t > 0, lv[-1], lv[0])
+    ref = lv[-1] if t[0] > 0 else lv[0]
     with np.errstate(divide="ignore"):
-        return np.log(np.exp(np.outer(t, lv) - (t * ref)[:, None]) @ p) + t * ref
+        return np.log(np.dot(np.exp(np.multiply.outer(t, lv - ref)), p)) + t * ref
 
 
-def _window(plds: list[DiscretePLD], counts: list[int],
-            tail_mass: float) -> tuple[int, int, int, float, float]:
+def _chernoff_ts(plds: list[DiscretePLD], counts: list[int], tail_mass: float) -> np.ndarray:
+    """The t grid of the Chernoff bounds: t*·3^k, k = −6…2, around t* = √(2 log(1/τ)/V), the
+    optimum for a Gaussian of the composed variance V (down to t*/729 for heavier tails; a
+    factor 3 from the optimum widens a Gaussian window by at most 16 %), so that
+    composed losses far narrower (σ = 1e4: V ≈ 1e-17) or wider (ε in the billions) than O(1) get
+    a tight window too; the fixed grid when V = 0. Any t gives a valid bound; the grid only
+    decides how tight (hence how wide) the window is."""
+    var = 0.0
+    for p, c in zip(plds, counts):
+        w = np.maximum(p.pmf, 0.0)
+        total = float(w.sum())
+        lv = p.losses
+        scale = float(np.max(np.abs(lv)))
+        if total > 0 and scale > 0:          # in units of the largest loss: no overflow
+            x = lv / scale
+            mean = float(np.dot(w, x)) / total
+            var += c * (float(np.dot(w, (x - mean) ** 2)) / total) * scale * scale
+    if not (math.isfinite(var) and var > 0):
+        return _CHERNOFF_T
+    t_star = math.sqrt(2 * math.log(1 / tail_mass) / var)
+    return t_star * 3.0 ** np.arange(-6, 3)
+
+
+def _window(plds: list[DiscretePLD], counts: list[int], tail_mass: float,
+            max_size: int = MAX_GRID_SIZE) -> tuple[int, int, int, float, float]:
     """Grid window [ia, ib] of the composed PLD, the base index Σ T_k·offset_k, and Chernoff
-    bounds on the mass above ib·h and below ia·h (0 when the window reaches the support's end)."""
-    h, ts = plds[0].h, _CHERNOFF_T
+    bounds on the mass above ib·h and below ia·h (0 when the window reaches the support's end).
+    A composed support of fewer than ``max_size`` points is taken whole (no bound needed: the
+    FFT is then an exact linear convolution)."""
+    base = sum(c * p.offset for p, c in zip(plds, counts))
+    top = sum(c * (p.offset + p.pmf.size - 1) for p, c in zip(plds, counts))
+    if top - base < max_size:
+        return base, top, base, 0.0, 0.0
+    h, ts = plds[0].h, _chernoff_ts(plds, counts, tail_mass)
     log_up = sum(c * _log_mgf(p, ts) for p, c in zip(plds, counts))
     log_dn = sum(c * _log_mgf(p, -ts) for p, c in zip(plds, counts))
     log_tail = math.log(tail_mass)
     b = float(np.min((log_up - log_tail) / ts))
     a = float(np.max((log_tail - log_dn) / ts))
-    base = sum(c * p.offset for p, c in zip(plds, counts))
-    top = sum(c * (p.offset + p.pmf.size - 1) for p, c in zip(plds, counts))
     ia = max(math.floor(a / h), base)
     ib = min(math.ceil(b / h), top)
     # The bounds actually achieved at the integer window ends.
     up_bound = 0.0 if ib >= top else float(np.exp(np.min(log_up - ts * ib * h)))
     dn_bound = 0.0 if ia <= base else float(np.exp(np.min(log_dn + ts * ia * h)))
     return ia, ib, base, up_bound, dn_bound
+
+
+def _surviving(f: np.ndarray, c: int) -> np.ndarray:
+    """Indices k with |f_k|^c above e^{-800} (the others underflow to 0 in the product)."""
+    with np.errstate(divide="ignore"):
+        return np.flatnonzero(c * np.log(np.abs(f.astype(np.complex128))) > -800.0)
+
+
+def _power(f: np.ndarray, c: int) -> np.ndarray:
+    """f**c (as complex128) for a complex spectrum, in polar form: |f|^c·e^{icθ}, computed in f's
+    precision. Frequencies whose |f|^c underflows (most of them when c is large) are set to 0
+    without computing their phase; numpy's complex power is several times slower and no more
+    accurate (both turn a relative error e of f into c·e of f^c)."""
+    if c == 1:
+        return f.astype(np.complex128)
+    keep = _surviving(f, c)
+    out = np.zeros(f.shape, dtype=np.complex128)
+    out[keep] = _exp_complex(c * np.log(np.abs(f[keep])), c * np.angle(f[keep]))
+    return out
+
+
+def _exp_complex(log_r: np.ndarray, phase: np.ndarray) -> np.ndarray:
+    return np.exp(log_r) * (np.cos(phase) + 1j * np.sin(phase))
+
+
+def _log_spectrum_low(x: np.ndarray, ks: np.ndarray, n: int) -> tuple[np.ndarray, int] | None:
+    """log of F_k = Σ_j x_j·e^{−2πik(j−m)/n} for the low frequencies ``ks``, to a relative accuracy
+    of ~u in F_k − Σx (not only in F_k), with m the rounded mean index of x (returned); None when
+    that would cost more than :data:`_REFINE_WORK`.
+
+    For large c, F_k^c needs log F_k to an absolute accuracy far below u/c, but an FFT gives F_k ≈ 1
+    only to ±u. Write j − m = D_b + r with block centres D_b = b·B and |r| ≤ B/2, B = ⌊2/θ_max⌋
+    (θ = 2πk/n); then e^{−iθ(j−m)} = e^{−iθD_b}·Σ_q (−iθr)^q/q! (|θr| ≤ 1: 22 terms leave < 1e-21),
+    and with the block moments M_{b,q} = Σ x_j r^q/q!
+
+        Σx − F_k = Σ_b M_{b,0}·(2 sin²(θD_b/2) + i sin(θD_b)) − Σ_{q≥1} (−iθ)^q Σ_b e^{−iθD_b} M_{b,q},
+
+    where nothing cancels against the 1 of F_k ≈ 1. log F_k = log Σx + log1p(−(Σx − F_k)/Σx),
+    the complex log1p taken as ½·log1p(2a + a² + b²) + i·atan2(b, 1 + a). The work is
+    (frequencies × blocks × terms); above :data:`_REFINE_WORK` or n·log₂n (an FFT in
+    ``np.longdouble`` costs about as much per unit) it is not done."""
+    j = np.flatnonzero(x > 0)
+    w = x[j]
+    total = float(np.sum(w))
+    m = int(round(float(np.dot(j.astype(float), w)) / total))
+    d = (j - m + n // 2) % n - n // 2                    # offsets from m, wrapped into (−n/2, n/2]
+    theta = 2 * math.pi * ks / n
+    width = max(1, min(n, int(2.0 / max(float(theta.max()), 1e-300))))
+    blk = np.floor_divide(d + width // 2, width)
+    r = (d - blk * width).astype(float)
+    first = int(blk.min())
+    blk -= first
+    nb = int(blk.max()) + 1
+    if ks.size * nb * _TAYLOR_TERMS > min(_REFINE_WORK, n * math.log2(n)):
+        return None             # an FFT in np.longdouble is cheaper
+    moments = np.empty((_TAYLOR_TERMS, nb))
+    term = w.copy()
+    for q in range(_TAYLOR_TERMS):
+        if q:
+            term = term * r / q
+        moments[q] = np.bincount(blk, weights=term, minlength=nb)
+    centres = (np.arange(nb) + first) * width
+    phase = np.outer(theta, centres)
+    rot = np.cos(phase) - 1j * np.sin(phase)
+    gap = np.dot(2 * np.sin(phase / 2) ** 2 + 1j * np.sin(phase), moments[0])
+    powers = (-1j * theta[:, None]) ** np.arange(1, _TAYLOR_TERMS)[None, :]
+    gap -= np.sum(powers * np.dot(rot, moments[1:].T), axis=1)
+    a, b = -gap.real / total, -gap.imag / total
+    return math.log(total) + 0.5 * np.log1p(2 * a + a * a + b * b) + 1j * np.arctan2(b, 1 + a), m
+
+
+def _phase_spectrum(pmf: np.ndarray, c: int, n: int) -> tuple[np.ndarray, int]:
+    """F^c of one phase's step PLD folded onto n points, and the index shift to undo (c·m when the
+    spectrum is of the pmf centred at m; 0 otherwise). Phases of ≥ :data:`_EXTENDED_STEPS` steps
+    get their surviving frequencies from :func:`_log_spectrum_low` (or, if that is too costly,
+    from an FFT in ``np.longdouble``): f^c turns the FFT's error u into c·u, which at c = 1e9
+    swamps δ = 1e-5 (ε = 1.15 instead of 0.004 for q = 1e-9, σ = 0.37, T = 1e9)."""
+    folded = np.bincount(np.arange(pmf.size) % n, weights=pmf, minlength=n)
+    f = sfft.rfft(folded)
+    if c < _EXTENDED_STEPS:
+        return _power(f, c), 0
+    # Frequencies with |f|^c < e^{-60} contribute < e^{-60} each: their c·u error is harmless.
+    with np.errstate(divide="ignore"):
+        big = np.flatnonzero(c * np.log(np.abs(f)) > -60.0)
+    low = _log_spectrum_low(folded, big, n) if big.size else None
+    if low is None:
+        return _power(sfft.rfft(folded.astype(np.longdouble)), c), 0
+    log_f, m = low
+    # The centring moves every frequency's phase by θ_k·m; the rest get that too, from the FFT.
+    keep = _surviving(f, c)
+    out = np.zeros(f.shape, dtype=np.complex128)
+    tilt = 2 * math.pi * m / n
+    out[keep] = _exp_complex(c * np.log(np.abs(f[keep])),
+                             c * np.angle(f[keep] * np.exp(1j * tilt * keep)))
+    out[big] = _exp_complex(c * log_f.real, c * log_f.imag)
+    return out, c * m
 
 
 def compose(plds: list[DiscretePLD], counts: list[int], *, tail_mass: float = _WINDOW_TAIL,
@@ -305,17 +496,19 @@ def compose(plds: list[DiscretePLD], counts: list[int], *, tail_mass: float = _W
     if len({p.h for p in plds}) != 1:
         raise ValueError("plds must share one value_discretization_interval h")
     check_probability("tail_mass", tail_mass, low_open=True, high_open=True)
+    if len(plds) == 1 and counts[0] == 1:
+        return plds[0], 0.0, 0.0        # one step: nothing to compose
     h = plds[0].h
     ia, ib, base, up_bound, dn_bound = window or _window(plds, counts, tail_mass)
     n = sfft.next_fast_len(ib - ia + 1, real=True)
-    spectrum = None
+    spectrum, shift = None, 0
     for p, c in zip(plds, counts):
-        folded = np.bincount(np.arange(p.pmf.size) % n, weights=p.pmf, minlength=n)
-        f = sfft.rfft(folded) ** c
+        f, moved = _phase_spectrum(p.pmf, int(c), n)
         spectrum = f if spectrum is None else spectrum * f
+        shift += moved
     cyc = sfft.irfft(spectrum, n)
-    # Composed index I sits at position (I − base) mod N.
-    window = cyc[(np.arange(ia, ib + 1) - base) % n]
+    # Composed index I sits at position (I − base) mod N (less the shift of centred spectra).
+    window = cyc[(np.arange(ia, ib + 1) - base - shift) % n]
     log_fin = sum(c * math.log1p(-p.infinity_mass) for p, c in zip(plds, counts))
     inf_mass = -math.expm1(log_fin)
     return DiscretePLD(pmf=window, offset=ia, h=h, infinity_mass=inf_mass), up_bound, dn_bound
@@ -345,17 +538,79 @@ def _delta_curve(pld: DiscretePLD, eps_grid_from: int) -> tuple[np.ndarray, np.n
     return lv, s0 - scaled + pld.infinity_mass
 
 
+def _gdp_log_delta_upper(mu: float, epsilon: float) -> float:
+    """log of an upper bound on δ(ε) of μ-GDP, δ(ε) = Φ(μ/2 − ε/μ) − e^ε·Φ(−μ/2 − ε/μ)
+    (Balle & Wang 2018, Thm 8; Dong, Roth & Su 2022, Cor. 2.13), round-off included.
+
+    Written as Φ(a)·(1 − e^{d}), d = ε + log Φ(b) − log Φ(a) ≤ 0, in log space (``log_ndtr``).
+    a and b are differences of terms of size w = μ/2 + ε/μ, so they err by ~u·w; since
+    |d log Φ(x)/dx| ≤ |x| + 1 (Mills ratio), log Φ(a) errs by Δa ≲ u·((|a| + 1)·w + |log Φ(a)|),
+    likewise Δb, and d by Δd ≲ u·(|ε| + |log Φ(a)| + |log Φ(b)|) + Δa + Δb. Eight times these are
+    added (log Φ(a) + 8Δa, 1 − e^d + 8Δd), so the result is never below the exact δ; the
+    allowance is ~1e-8 of δ even at μ = 3e6, ε = 5e12 (σ = 0.01, T = 1e9).
+    """
+    a, b = mu / 2 - epsilon / mu, -mu / 2 - epsilon / mu
+    la, lb = float(log_ndtr(a)), float(log_ndtr(b))
+    w = mu / 2 + epsilon / mu
+    da = 8 * _U * ((abs(a) + 1) * w + abs(la))
+    db = 8 * _U * ((abs(b) + 1) * w + abs(lb))
+    dd = 8 * _U * (abs(epsilon) + abs(la) + abs(lb)) + da + db
+    d = min(epsilon + lb - la, 0.0)
+    return min(la + da + math.log(-math.expm1(d) + dd), 0.0)
+
+
+def _gdp_epsilon_upper(mu: float, delta: float) -> float:
+    """Smallest ε (to a relative 1e-14, rounded up) with :func:`_gdp_log_delta_upper` ≤ log δ.
+
+    The bound is decreasing in ε, so bisection finds it; the end kept is always one where the
+    bound holds, so the answer is an upper bound on the exact ε of μ-GDP."""
+    log_d = math.log(delta)
+    if _gdp_log_delta_upper(mu, 0.0) <= log_d:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while _gdp_log_delta_upper(mu, hi) > log_d:
+        lo, hi = hi, hi * 2.0
+    while hi - lo > 1e-14 * hi:
+        mid = 0.5 * (lo + hi)
+        if _gdp_log_delta_upper(mu, mid) > log_d:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 class PLDAccountant(Accountant):
     """Privacy accountant for DP-SGD by privacy-loss distributions composed with the FFT.
 
     Numerically tight and pessimistic: :meth:`get_epsilon` and :meth:`get_delta` return upper
     bounds on the optimal (ε, δ) of the composed Poisson-subsampled Gaussian under add/remove
     adjacency (both directions are composed and the worse is reported). Accuracy is set by
-    ``value_discretization_interval`` h (default 1e-3). Two automatic adjustments, both keeping the
-    answer an upper bound: h is capped at 0.05·Var(L)/E|L| of every phase (:func:`loss_scale`; tiny
-    q or large σ make single-step losses ≪ 1e-3), and when the composed window would exceed
-    :data:`MAX_GRID_SIZE` points (ε in the hundreds and more) h is coarsened to fit. The spacing
-    actually used is in :attr:`used_interval` (per direction) after the first query.
+    ``value_discretization_interval`` h (default 1e-3).
+
+    Every legal (σ, q, T, δ) gets an answer within a bounded amount of work, by one of three routes;
+    :attr:`route` says which one gave the last answer:
+
+    * ``"gaussian"`` — every phase has q = 1: T_k Gaussian steps with σ_k compose exactly into one
+      Gaussian with μ = √(Σ T_k/σ_k²) (2√(…) under replace-one) (Dong, Roth & Su 2022, Cor. 3.3),
+      whose ε(δ) is closed form (Balle & Wang 2018, Thm 8), evaluated with its round-off bounded.
+      No grid: T = 1e9 costs the same as T = 1.
+    * ``"pld"`` — the FFT composition. h is capped at 0.05·Var(L)/E|L| of every phase
+      (:func:`loss_scale`; tiny q or large σ make single-step losses ≪ 1e-3) and then coarsened
+      so that the single-step grids of a direction have at most :data:`MAX_STEP_GRID` points and
+      the composed window at most :data:`MAX_GRID_SIZE` (σ ≈ 0.01, or ε in the hundreds and
+      more). A coarser pessimistic grid is still an upper bound, only less tight (Doroshenko et al.
+      2022, Thm 4.3 holds for every h). Each single step is truncated where P has mass ≈ 1e-4·δ/T
+      left (it becomes infinite loss: at most ~3e-4·δ added to δ), which is what keeps the grid
+      of tiny q with many steps (q = 1e-7, T = 1e7) small. The spacing used is in
+      :attr:`used_interval`. At T ≳ 1e8, or ε in the thousands, the budgets make the grid coarse
+      against single-step losses and the bound looser (up to ~1.7× the exact ε at q = 1,
+      T = 1e9 if the FFT route were used there); it stays an upper bound.
+    * ``"rdp"`` — with ``rdp_fallback=True`` (default, add/remove only) :meth:`get_epsilon` and
+      :meth:`get_delta` return the smaller of the PLD bound and :class:`RDPAccountant`'s for the
+      same history — both are upper bounds, so the smaller one is too, and the answer is never
+      looser than RDP's. Where the grid budget forces a grid too coarse to beat RDP, or no window
+      fits it at all, RDP answers (with ``rdp_fallback=False`` such a query returns ε = inf or
+      δ = 1, trivially true bounds).
 
     >>> acc = PLDAccountant().step(noise_multiplier=1.0, sample_rate=0.01, num_steps=1000)
     >>> round(acc.get_epsilon(1e-5), 1)
@@ -363,10 +618,7 @@ class PLDAccountant(Accountant):
 
     Very small δ (≲ 1e-12; ≲ 1e-10 when the grid has millions of points, e.g. q = 1e-5): the
     FFT's round-off (an absolute error of about 1e-20 to 1e-15 per grid point) is added to δ as
-    slack, so answers stay upper bounds but lose their tightness there; with ``rdp_fallback=True`` (default, add/remove only) :meth:`get_epsilon` and
-    :meth:`get_delta` return the smaller of this bound and :class:`RDPAccountant`'s for the same
-    history — both are upper bounds, so the smaller one is too, and the PLD answer is never
-    looser than RDP's.
+    slack, so answers stay upper bounds but lose their tightness there (RDP then often answers).
 
     ``neighboring="replace_one"`` accounts the same Poisson-subsampled steps under replace-one
     adjacency instead (the pair of dp-accounting's ``NeighboringRelation.REPLACE_ONE``; see the
@@ -385,81 +637,157 @@ class PLDAccountant(Accountant):
                              f"got {neighboring!r}")
         self.neighboring = neighboring
         self._directions = ("remove", "add") if neighboring == "add_remove" else ("replace",)
-        self._cache: dict[tuple[str, float], tuple[DiscretePLD, float, float, float]] = {}
+        self._cache: dict[tuple[str, float, float],
+                          tuple[DiscretePLD, float, float, float] | None] = {}
         if not isinstance(rdp_fallback, bool):
             raise ValueError(f"rdp_fallback must be True or False, got {rdp_fallback!r}")
         self.rdp_fallback = rdp_fallback
         self.used_interval: dict[str, float] = {}
+        #: Which bound gave the last answer: "gaussian", "pld" or "rdp" (None before a query).
+        self.route: str | None = None
+        self._rdp: RDPAccountant | None = None
+        # Grid budgets (points); calibrate_noise lowers them on a cheap proxy it searches with.
+        self._max_grid, self._max_step = MAX_GRID_SIZE, MAX_STEP_GRID
 
     def _invalidate(self) -> None:
         self._cache = {}
+        self._rdp = None
 
-    def _composed(self, direction: str,
-                  tail_mass: float = _WINDOW_TAIL) -> tuple[DiscretePLD, float, float]:
-        """The composed PLD of ``direction`` on a window whose outside mass is ≤ ``tail_mass``.
+    def _gaussian_mu(self) -> float | None:
+        """μ of the composed Gaussian when every phase has q = 1, else None."""
+        if any(p.sample_rate < 1.0 for p in self.history):
+            return None
+        mu = math.sqrt(math.fsum(p.num_steps / p.noise_multiplier**2 for p in self.history))
+        return 2.0 * mu if self.neighboring == "replace_one" else mu
 
-        The outside mass is added to δ, so it must be far below the δ asked for: ``get_epsilon``
-        passes min(1e-15, δ/1000) (rounded down to a power of 10 so that answers are cached)."""
+    def _interval(self, direction: str, tails: list[float]) -> float:
+        """h for ``direction``: the user's h, capped at 0.05·Var(L)/E|L| per phase (but not below
+        2^-40 of the largest loss, nor 2^-50 of the largest composed loss), then coarsened until
+        the single-step grids (truncated at ``tails``) fit in :data:`MAX_STEP_GRID` points."""
+        h = self.h
+        span = reach = 0.0
+        for p, tail in zip(self.history, tails):
+            scale = loss_scale(p.noise_multiplier, p.sample_rate, direction)
+            if scale > 0:
+                h = min(h, _H_FRACTION * scale)
+            bottom, top = _loss_range(p.noise_multiplier, p.sample_rate, direction, tail)
+            span += top - bottom
+            # Losses carry a relative round-off of ~1e-16: a finer grid means nothing (and its
+            # indices would overflow when the loss range is a single point, as for σ = 0.03).
+            h = max(h, max(abs(bottom), abs(top)) * 2.0 ** -40)
+            reach += p.num_steps * max(abs(bottom), abs(top))
+        # Composed grid indices (up to reach/h) must stay far inside int64.
+        return max(h, span / self._max_step, reach * 2.0 ** -50)
+
+    def _build(self, direction: str, tail_mass: float,
+               step_tail: float) -> tuple[DiscretePLD, float, float, float] | None:
+        """The composed PLD of ``direction`` within the grid budgets, or None if none fits."""
+        counts = [p.num_steps for p in self.history]
+        tails = [step_tail / (len(counts) * c) for c in counts]   # Σ T_k·tail_k = step_tail
+        h = self._interval(direction, tails)
+        for _ in range(6):
+            plds = [subsampled_gaussian_pld(p.noise_multiplier, p.sample_rate,
+                                            direction=direction,
+                                            value_discretization_interval=h, tail_mass=t)
+                    for p, t in zip(self.history, tails)]
+            win = _window(plds, counts, tail_mass, self._max_grid)
+            if win[1] - win[0] < self._max_grid:
+                break
+            # Wide composed losses (ε in the hundreds to billions): coarsen so the FFT fits; the
+            # result stays an upper bound, only less tight.
+            h *= (win[1] - win[0]) / self._max_grid * 1.05
+        else:
+            return None
+        self.used_interval[direction] = h
+        pld, up, dn = compose(plds, counts, window=win)
+        # FFT round-off: every composed mass carries an absolute error of about the same
+        # size (1e-20 … 1e-15, growing with T and with the window). The negative masses
+        # are pure error, so four times the largest of them (and never less than 1e-16 of
+        # the largest mass) is taken as the per-point error ν (measured against the exact
+        # single-step PLD, |error| ≤ 3.4 × the largest negative mass); a δ summed over k
+        # grid points gets k·ν of slack. Negligible at δ = 1e-5; it is what keeps δ ≲ 1e-12
+        # answers upper bounds (without it, ε came out *below* the exact value at δ = 1e-15,
+        # σ = 0.2, q = 1, T = 100).
+        nu = max(4.0 * max(-float(pld.pmf.min()), 0.0), 1e-16 * float(pld.pmf.max()))
+        if len(counts) == 1 and counts[0] == 1:
+            nu = 0.0                     # one step: no FFT, so no FFT round-off
+        return pld, up, dn, nu
+
+    def _composed(self, direction: str, tail_mass: float = _WINDOW_TAIL,
+                  step_tail: float = _WINDOW_TAIL
+                  ) -> tuple[DiscretePLD, float, float, float] | None:
+        """The composed PLD of ``direction`` on a window whose outside mass is ≤ ``tail_mass``,
+        each step truncated so that all steps leave ≤ ``step_tail`` as infinite loss (cached).
+
+        Both are added to δ, so they must be far below the δ asked for (:meth:`_tails`)."""
         self._require_history()
-        key = (direction, tail_mass)
+        key = (direction, tail_mass, step_tail)
         if key not in self._cache:
-            counts = [p.num_steps for p in self.history]
-            h = min([self.h] + [_H_FRACTION * loss_scale(p.noise_multiplier, p.sample_rate, direction)
-                                for p in self.history])
-            for _ in range(3):
-                plds = [subsampled_gaussian_pld(p.noise_multiplier, p.sample_rate,
-                                                direction=direction,
-                                                value_discretization_interval=h)
-                        for p in self.history]
-                win = _window(plds, counts, tail_mass)
-                if win[1] - win[0] < MAX_GRID_SIZE:
-                    break
-                # Huge ε (hundreds to millions): coarsen the grid so the FFT fits; the result stays
-                # an upper bound, only less tight. The spacing used is kept in ``used_interval``.
-                h *= math.ceil((win[1] - win[0]) / MAX_GRID_SIZE * 1.05)
-            self.used_interval[direction] = h
-            pld, up, dn = compose(plds, counts, window=win)
-            # FFT round-off: every composed mass carries an absolute error of about the same
-            # size (1e-20 … 1e-15, growing with T and with the window). The negative masses
-            # are pure error, so four times the largest of them (and never less than 1e-16 of
-            # the largest mass) is taken as the per-point error ν (measured against the exact
-            # single-step PLD, |error| ≤ 3.4 × the largest negative mass); a δ summed over k
-            # grid points gets k·ν of slack. Negligible at δ = 1e-5; it is what keeps δ ≲ 1e-12 answers
-            # upper bounds (issue 13's stress grid found ε *below* the exact value at
-            # δ = 1e-15, σ = 0.2, q = 1, T = 100, before this slack).
-            nu = max(4.0 * max(-float(pld.pmf.min()), 0.0), 1e-16 * float(pld.pmf.max()))
-            self._cache[key] = (pld, up, dn, nu)
+            self._cache[key] = self._build(direction, tail_mass, step_tail)
         return self._cache[key]
 
     def _rdp_bound(self) -> RDPAccountant | None:
         """The RDP accountant of the same history (add/remove only), the fallback bound."""
         if not self.rdp_fallback or self.neighboring != "add_remove":
             return None
-        acc = RDPAccountant()
-        for p in self.history:
-            acc.step(noise_multiplier=p.noise_multiplier, sample_rate=p.sample_rate,
-                     num_steps=p.num_steps)
-        return acc
+        if self._rdp is None:
+            acc = RDPAccountant()
+            for p in self.history:
+                acc.step(noise_multiplier=p.noise_multiplier, sample_rate=p.sample_rate,
+                         num_steps=p.num_steps)
+            self._rdp = acc
+        return self._rdp
 
-    def _delta_one(self, direction: str, epsilon: float) -> float:
-        pld, up, dn, nu = self._composed(direction)
+    @staticmethod
+    def _tails(delta: float) -> tuple[float, float]:
+        """(window tail, step tail) for answers near δ: min(1e-15, ~δ/1000) outside the FFT window
+        and ~δ·1e-4 as truncated single-step mass, both powers of 10 (nearest in log), so that
+        nearby δ share one cached composition and :meth:`get_delta` can reproduce the grid
+        :meth:`get_epsilon` used. For δ below 1e-12 a fixed 1e-15 made ε loose (δ = 1e-15:
+        ε = 3.1 for q = 1e-3, σ = 1, T = 1, where the exact value is 0.87)."""
+        window = min(_WINDOW_TAIL, 10.0 ** round(math.log10(delta * 1e-3)))
+        return window, 10.0 ** round(math.log10(delta * _STEP_TAIL_FRACTION))
+
+    def _delta_one(self, direction: str, epsilon: float,
+                   tails: tuple[float, float] = (_WINDOW_TAIL, _WINDOW_TAIL)) -> float:
+        built = self._composed(direction, *tails)
+        if built is None:
+            return 1.0
+        pld, up, dn, nu = built
         slack = up + (dn if epsilon < pld.offset * pld.h else 0.0)
         slack += nu * int(np.count_nonzero(pld.losses > epsilon))
         return min(1.0, pld.get_delta(epsilon) + slack)
 
     def get_delta(self, epsilon: float) -> float:
-        """Upper bound on the smallest δ with (ε, δ)-DP: max over the add and remove directions."""
+        """Upper bound on the smallest δ with (ε, δ)-DP: max over the add and remove directions.
+
+        First with the finest truncation (1e-15 in all), then with the truncations
+        :meth:`get_epsilon` uses for a δ near that answer; both are upper bounds and the smaller
+        is returned, so ``get_delta(get_epsilon(δ))`` gives back δ (to round-off)."""
         eps = check_epsilon(epsilon)
+        self._require_history()
+        mu = self._gaussian_mu()
+        if mu is not None:
+            self.route = "gaussian"
+            return min(1.0, math.exp(_gdp_log_delta_upper(mu, eps))) if math.isfinite(mu) \
+                else 1.0
         delta = max(self._delta_one(d, eps) for d in self._directions)
+        if 0.0 < delta < 1.0:
+            tails = self._tails(delta)
+            delta = min(delta, max(self._delta_one(d, eps, tails) for d in self._directions))
+        self.route = "pld"
         rdp = self._rdp_bound()
-        return delta if rdp is None else min(delta, rdp.get_delta(eps))
+        if rdp is not None:
+            other = rdp.get_delta(eps)
+            if other < delta:
+                self.route, delta = "rdp", other
+        return delta
 
     def _epsilon_one(self, direction: str, delta: float) -> float:
-        # The window's outside mass (added to δ) must be negligible against δ: for δ below
-        # 1e-12 a fixed 1e-15 made ε loose (δ = 1e-15: ε = 3.1 for q=1e-3, σ=1, T=1, where
-        # the exact value is 0.87 — found by the stress grid of issue 13).
-        tail = min(_WINDOW_TAIL, 10.0 ** math.floor(math.log10(delta * 1e-3)))
-        pld, up, dn, nu = self._composed(direction, tail)
+        built = self._composed(direction, *self._tails(delta))
+        if built is None:
+            return math.inf
+        pld, up, dn, nu = built
         j0 = max(0, pld.offset)                          # ε ≥ 0 only
         lv, dl = _delta_curve(pld, j0)
         # round-off slack: δ(ε_j) sums the lv.size − 1 − j grid points above ε_j
@@ -475,15 +803,27 @@ class PLDAccountant(Accountant):
         j = int(above[-1]) + 1 if above.size else 0
         if j == 0:
             return float(lv[0])
-        # Between grid points the discrete δ(ε) is exactly linear in e^ε: solve for ε.
-        y0, y1 = 1.0, math.exp(lv[j] - lv[j - 1])
-        d0, d1 = dl[j - 1], dl[j]
-        y = y0 + (d0 - delta) * (y1 - y0) / (d0 - d1)
-        return float(lv[j - 1] + math.log(y))
+        # Between grid points the discrete δ(ε) is exactly linear in e^ε: with the fraction
+        # f = (δ_{j−1} − δ)/(δ_{j−1} − δ_j) of the way, e^{ε − ε_{j−1}} = (1 − f) + f·e^{Δ}, solved
+        # as ε = ε_{j−1} + Δ + log(f + (1 − f)·e^{−Δ}) so that no e^{Δ} overflows (Δ = ε_j − ε_{j−1}
+        # reaches the thousands when h is coarsened for ε in the billions).
+        gap = float(lv[j] - lv[j - 1])
+        f = (dl[j - 1] - delta) / (dl[j - 1] - dl[j])
+        return float(lv[j - 1] + gap + math.log(f + (1.0 - f) * math.exp(-gap)))
 
     def get_epsilon(self, delta: float) -> float:
         """Upper bound on the smallest ε with (ε, δ)-DP: max over the add and remove directions."""
         d = check_delta(delta)
+        self._require_history()
+        mu = self._gaussian_mu()
+        if mu is not None:
+            self.route = "gaussian"
+            return _gdp_epsilon_upper(mu, d) if math.isfinite(mu) else math.inf
         eps = max(self._epsilon_one(dr, d) for dr in self._directions)
+        self.route = "pld"
         rdp = self._rdp_bound()
-        return eps if rdp is None else min(eps, rdp.get_epsilon(d))
+        if rdp is not None:
+            other = rdp.get_epsilon(d)
+            if other < eps:
+                self.route, eps = "rdp", other
+        return eps

@@ -31,8 +31,9 @@ import math
 import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
-from .._validate import check_choice, check_int, check_positive, check_probability
-from ._base import Accountant, check_delta, check_epsilon, check_orders
+from .._validate import check_choice, check_int, check_probability
+from ._base import (Accountant, check_delta, check_epsilon, check_noise_multiplier,
+                    check_orders)
 from .subsampling import wor_gaussian_rdp
 
 __all__ = [
@@ -48,9 +49,11 @@ DEFAULT_ORDERS: np.ndarray = np.concatenate([OPACUS_ORDERS, [72, 80, 96, 128, 19
 
 # The fractional-order series are summed until the newest terms fall below e^{-_SERIES_TOL} times the
 # running sum. The series alternate in sign once i > α, so the neglected tail is at most the first
-# omitted term (Leibniz): relative error ≤ e^{-36} ≈ 2e-16 of A_α.
+# omitted term (Leibniz): relative error ≤ e^{-36} ≈ 2e-16 of A_α. Near q = ½ the terms decay only
+# like i^{−α−2} (up to ~1e6 terms for α = 1.1); orders that need more than _SERIES_MAX_TERMS
+# (q ≈ ½ with σ ≳ 10) use the convexity bound instead, which keeps every call under ~0.2 s.
 _SERIES_TOL = 36.0
-_SERIES_MAX_TERMS = 1 << 20
+_SERIES_MAX_TERMS = 1 << 17
 
 
 def gaussian_rdp(orders: object, noise_multiplier: float) -> np.ndarray:
@@ -59,7 +62,7 @@ def gaussian_rdp(orders: object, noise_multiplier: float) -> np.ndarray:
     Mironov 2017, Prop. 7 (D_α(N(1, σ²) ‖ N(0, σ²)) = α/(2σ²)). Vectorised over ``orders``.
     """
     alpha = check_orders(orders)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
+    sigma = check_noise_multiplier(noise_multiplier)
     return alpha / (2.0 * sigma**2)
 
 
@@ -89,7 +92,7 @@ def _log_a_integer(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
 
 
 def _log_a_fractional(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
-    """log A_α for fractional α by the two series of MTZ 2019, §3.3 (fractional α):
+    """Upper bounds on log A_α for fractional α by the two series of MTZ 2019, §3.3:
 
         A_α = Σ_{i≥0} C(α,i) [ (1−q)^{α−i} q^i e^{(i²−i)/(2σ²)} · ½ erfc((i − z0)/(√2 σ))
                               + (1−q)^{i} q^{α−i} e^{(j²−j)/(2σ²)} · ½ erfc((z0 − j)/(√2 σ)) ],
@@ -97,42 +100,87 @@ def _log_a_fractional(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
     with j = α − i, z0 = σ² log(1/q − 1) + ½, C(α, i) the generalised binomial coefficient (its sign
     alternates for i > α) and ½ erfc(x/√2) = Φ(−x). Terms are evaluated in chunks of i for all
     orders at once; an order leaves the loop when its newest terms are below e^{-36} of its sum.
+
+    The positive terms sum to S₊ and the negative ones to S₋, A_α = S₊ − S₋. When A_α − 1 is far
+    below the round-off of S₊ ≈ 1 (tiny q, huge σ: A_α − 1 ≈ 1e-22) the difference is noise and
+    once came out negative. So a bound on the floating-point error is carried along. A term
+    exp(s) whose exponent s adds up pieces of total size M (log-gammas, log Φ, the quadratic
+    exponent) has |Δs| ≤ ~11·u·M (u = 2^-53: each piece to a few ulps of its size, then about seven
+    roundings of partial sums), so a relative error ≤ 16·u·(M + 2) with exp's own; the pairwise
+    sums (``logsumexp``) of c chunks add at most (13 + 2c)·u·(S₊ + S₋) (Higham 2002, §4.2, log₂ of
+    the chunk length 4096 is 12); the neglected tail is at most e^{-36}·S₊. Their sum E bounds
+    |computed − exact|, and log(S₊ − S₋ + E) is returned. Orders whose series has not converged
+    within :data:`_SERIES_MAX_TERMS` terms get +inf (the caller then uses the convexity bound of
+    :func:`_log_a_interpolated`).
     """
     log_q, log_1mq = math.log(q), math.log1p(-q)
     z0 = sigma**2 * (math.log(1.0 / q - 1.0) if q < 0.5 else log_1mq - log_q) + 0.5
     n = alpha.size
     log_pos = np.full(n, -np.inf)   # log of the sum of the positive terms
     log_neg = np.full(n, -np.inf)   # log of the sum of |negative terms|
+    log_err = np.full(n, -np.inf)   # log Σ |term|·(M + 2), the round-off allowance
     active = np.ones(n, dtype=bool)
-    start, chunk = 0, 64
-    while active.any():
-        if start >= _SERIES_MAX_TERMS:
-            raise RuntimeError(f"fractional-order RDP series did not converge for q={q}, "
-                               f"sigma={sigma}, orders={alpha[active]}")
+    start, chunk, chunks = 0, 64, 0
+    while active.any() and start < _SERIES_MAX_TERMS:
         a = alpha[active][:, None]
         i = np.arange(start, start + chunk, dtype=float)[None, :]
         j = a - i
-        log_binom = gammaln(a + 1) - gammaln(i + 1) - gammaln(j + 1)
+        g_a, g_i, g_j = gammaln(a + 1), gammaln(i + 1), gammaln(j + 1)
         sign = gammasgn(j + 1)  # sign of C(α, i) = Γ(α+1)/(Γ(i+1)Γ(α−i+1)), Γ(α+1) > 0
-        s0 = (log_binom + j * log_1mq + i * log_q + (i * i - i) / (2 * sigma**2)
-              + log_ndtr((z0 - i) / sigma))
-        s1 = (log_binom + i * log_1mq + j * log_q + (j * j - j) / (2 * sigma**2)
-              + log_ndtr((j - z0) / sigma))
+        # The pieces of the two exponents; those depending on i only are rows (cheap).
+        i_lq, i_l1q, x_i = i * log_q, i * log_1mq, (i * i - i) / (2 * sigma**2)
+        j_lq, j_l1q, x_j = j * log_q, j * log_1mq, (j * j - j) / (2 * sigma**2)
+        n_i, n_j = log_ndtr((z0 - i) / sigma), log_ndtr((j - z0) / sigma)
+        log_binom = g_a - g_i - g_j
+        s0 = log_binom + j_l1q + i_lq + x_i + n_i
+        s1 = log_binom + i_l1q + j_lq + x_j + n_j
+        size = (np.abs(g_a) + np.abs(g_i) + np.abs(g_j) + np.abs(j_lq) + np.abs(j_l1q)
+                + np.abs(x_j) + np.abs(n_j) + (np.abs(i_lq) + np.abs(i_l1q) + x_i + np.abs(n_i)
+                                               + 2.0))
         both = np.logaddexp(s0, s1)
         pos = logsumexp(np.where(sign > 0, both, -np.inf), axis=1)
         neg = logsumexp(np.where(sign < 0, both, -np.inf), axis=1)
+        err = logsumexp(both + np.log(size), axis=1)
         idx = np.flatnonzero(active)
         log_pos[idx] = np.logaddexp(log_pos[idx], pos)
         log_neg[idx] = np.logaddexp(log_neg[idx], neg)
+        log_err[idx] = np.logaddexp(log_err[idx], err)
         # Converged when the whole chunk (past the first terms, i > α, where the series alternates)
         # is negligible against the running sum.
         newest = both.max(axis=1)
         done = (newest < log_pos[idx] - _SERIES_TOL) & (start > a[:, 0])
         active[idx[done]] = False
         start += chunk
+        chunks += 1
         chunk = min(chunk * 2, 4096)
-    with np.errstate(divide="ignore"):
-        return log_pos + np.log1p(-np.exp(log_neg - log_pos))
+    u = np.finfo(float).eps / 2
+    # E / S₊, every piece in log space relative to S₊ (S₊ > 0: the i = 0 term is).
+    rel_err = (16 * u * np.exp(log_err - log_pos)
+               + (13 + 2 * chunks) * u * (1 + np.exp(log_neg - log_pos))
+               + math.exp(-_SERIES_TOL))
+    x = rel_err - np.exp(log_neg - log_pos)               # (S₊ − S₋ + E)/S₊ − 1
+    ok = ~active & (x > -1)                               # else no bound from the series
+    upper = np.full(n, np.inf)
+    upper[ok] = log_pos[ok] + np.log1p(x[ok])
+    return upper
+
+
+def _log_a_interpolated(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
+    """Upper bound on log A_α for any α > 1 from the integer orders around it, by convexity.
+
+    Λ(α) = log A_α = log E_{μ0}[(μ/μ0)^α] is convex in α: for α = (1−θ)a + θb, Hölder's inequality
+    with exponents 1/(1−θ) and 1/θ gives E[X^α] ≤ E[X^a]^{1−θ}·E[X^b]^θ (van Erven & Harremoës
+    2014, Cor. 2: (α−1)·D_α is convex in α). So Λ(α) ≤ (⌈α⌉ − α)·Λ(⌊α⌋) + (α − ⌊α⌋)·Λ(⌈α⌉), with
+    Λ(1) = 0 (μ ≪ μ0) and Λ at integers from :func:`_log_a_integer`, a sum of non-negative terms
+    with no cancellation. For α ∈ (1, 2) this is r(α) ≤ r(2), the monotonicity of RDP in α.
+    """
+    lo, hi = np.floor(alpha), np.floor(alpha) + 1.0
+    ints = np.unique(np.concatenate([lo[lo >= 2], hi]))
+    table = dict(zip(ints.tolist(), _log_a_integer(ints, q, sigma).tolist()))
+    table[1.0] = 0.0
+    f_lo = np.array([table[v] for v in lo.tolist()])
+    f_hi = np.array([table[v] for v in hi.tolist()])
+    return (hi - alpha) * f_lo + (alpha - lo) * f_hi
 
 
 def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
@@ -143,6 +191,13 @@ def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
     expansion, fractional orders the two-series formula. q = 1 is the plain Gaussian, α/(2σ²)
     (Mironov 2017, Prop. 7). Poisson subsampling, add/remove adjacency.
 
+    Every value is an upper bound, also where round-off swamps the exact value: a fractional order
+    gets the smaller of (a) the series plus a bound on its floating-point error and (b) the
+    convexity bound from the two integer orders around it (:func:`_log_a_interpolated`). Where
+    the series is accurate (the usual range) (a) is the exact value to ~1e-13; where A_α − 1 is
+    below the series' round-off (tiny q and huge σ, e.g. q = 1e-8, σ = 1000, where it once came
+    out negative) or the series converges too slowly (q near ½ with σ ≳ 10), (b) decides.
+
     Parameters
     ----------
     orders : α > 1, scalar or 1-D array.
@@ -152,7 +207,7 @@ def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
     Returns an array with one RDP value per order (for one step; multiply by the number of steps).
     """
     alpha = check_orders(orders)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
+    sigma = check_noise_multiplier(noise_multiplier)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     if q == 1.0:
         return alpha / (2.0 * sigma**2)
@@ -161,7 +216,9 @@ def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
     if is_int.any():
         log_a[is_int] = _log_a_integer(alpha[is_int], q, sigma)
     if (~is_int).any():
-        log_a[~is_int] = _log_a_fractional(alpha[~is_int], q, sigma)
+        frac = alpha[~is_int]
+        log_a[~is_int] = np.minimum(_log_a_fractional(frac, q, sigma),
+                                    _log_a_interpolated(frac, q, sigma))
     return log_a / (alpha - 1.0)
 
 
@@ -207,7 +264,7 @@ def rdp_to_epsilon(orders: object, rdp: object, delta: float, *,
     every α > 1 (Rényi divergences grow with the order; van Erven & Harremoës 2014, Thm 3);
     (0, δ)-DP is exactly TV ≤ δ. So ε = 0 as soon as δ ≥ √(1 − e^{−min_α r(α)}). Without it, tiny
     divergences gave ε = 1.41 at δ = 0.1 for q = 1e-5, σ = 0.2, T = 1, where the exact ε is 0
-    (found by the stress grid of issue 13).
+    (found by the accountant stress grid).
     """
     alpha, r = _check_curve(orders, rdp)
     d = check_delta(delta)

@@ -48,7 +48,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from .._validate import check_int, check_positive, check_probability, check_real_array
-from ._base import check_orders
+from ._base import check_noise_multiplier, check_orders
 
 __all__ = ["amplified_epsilon", "amplified_delta", "amplify", "amplified_epsilon_bound",
            "wor_gaussian_rdp", "amplified_advanced_composition", "SAMPLINGS", "NEIGHBORINGS"]
@@ -190,7 +190,7 @@ def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float
     built in); see the module docstring.
     """
     alpha = check_orders(orders)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
+    sigma = check_noise_multiplier(noise_multiplier)
     gamma = check_probability("sample_rate", sample_rate, low_open=True)
     if gamma == 1.0:
         return alpha / (2.0 * sigma**2)
@@ -221,7 +221,7 @@ def amplified_advanced_composition(noise_multiplier: float, sample_rate: float, 
     from ..mechanisms.gaussian import gaussian_epsilon
     from .composition import advanced_composition
 
-    sigma = check_positive("noise_multiplier", noise_multiplier)
+    sigma = check_noise_multiplier(noise_multiplier)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     t = check_int("num_steps", num_steps)
     d = check_probability("delta", delta, low_open=True, high_open=True)

@@ -3,6 +3,11 @@
 No exception, NaN, negative ε or slow point; ε monotone in T and σ; RDP ≥ PLD; both ≥ the exact
 ε where it is known (q = 1: composed Gaussian; T = 1: closed-form hockey stick, mpmath); PLD
 tight (within 5%) for δ ≥ 1e-10; agreement with dp-accounting; calibrate_noise sound.
+
+The extreme grid spans the whole legal box σ ∈ [0.01, 1e4], q ∈ [1e-9, 1], T ∈ [1, 1e9] (its
+log-spaced corners and centre as a product, plus interior points): every call answers a finite
+ε ≥ the exact one where that is cheap, PLD ≤ RDP, each call (and each calibrate_noise) within
+2 s of wall-clock time.
 """
 from __future__ import annotations
 
@@ -84,4 +89,35 @@ def test_agrees_with_dp_accounting(report):
 def test_calibrate_noise_sound(target, q, steps, kind):
     rep = S.Report()
     S.check_calibration(rep, target, 1e-5, q, steps, kind)
+    assert not rep.failures, "\n".join(rep.failures)
+
+
+@pytest.fixture(scope="module")
+def extreme_report():
+    rep = S.Report()
+    for q, s, t in S.extreme_points():
+        for kind in ("rdp", "pld"):
+            S.check_extreme_answers(rep, [S.run_timed_point(kind, q, s, t, d)
+                                          for d in S.EXTREME_DELTAS])
+    return rep
+
+
+def test_extreme_grid_answers_finite_and_in_time(extreme_report):
+    assert len(extreme_report.answers) == 2 * len(S.EXTREME_DELTAS) * len(S.extreme_points())
+    assert not extreme_report.failures, "\n".join(extreme_report.failures)
+
+
+def test_extreme_grid_upper_bounds(extreme_report):
+    """Every comparison is made (a call that raised leaves one out, and fails this too)."""
+    rep = S.Report()
+    n = S.check_extreme_relations(rep, extreme_report.answers)
+    assert n == S.expected_extreme_comparisons()
+    assert not rep.failures, "\n".join(rep.failures)
+
+
+@pytest.mark.parametrize("kind", ["rdp", "pld"])
+def test_extreme_calibration(kind):
+    rep = S.Report()
+    for target, delta, q, steps in S.EXTREME_CALIBRATIONS:
+        S.check_extreme_calibration(rep, target, delta, q, steps, kind)
     assert not rep.failures, "\n".join(rep.failures)

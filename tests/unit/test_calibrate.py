@@ -56,3 +56,25 @@ def test_stress_grid_finite_and_monotone(kind):
     assert np.all(np.diff(eps, axis=2) >= -tol[:, :, 1:])   # more steps: more ε
     assert np.all(np.diff(eps, axis=1) <= tol[:, 1:, :])    # more noise: less ε
     assert np.all(np.diff(eps, axis=0) >= -tol[1:])         # larger q: more ε
+
+
+def test_pld_calibration_needs_few_evaluations_of_the_accountant(monkeypatch):
+    """A PLD evaluation costs up to a few tenths of a second at 1e9 steps, so the search must not
+    spend a dozen of them: it starts from the RDP root, locates the root on a cheap proxy (smaller
+    grids) and then needs only a few evaluations of the real accountant. Each calibration still
+    meets its target, and 0.999σ misses it."""
+    from dplib.accounting import pld as P
+    counted = []
+    real = P.PLDAccountant.get_epsilon
+
+    def counting(self, delta):
+        if getattr(self, "_max_grid", P.MAX_GRID_SIZE) == P.MAX_GRID_SIZE:
+            counted.append(self.history[0].noise_multiplier)
+        return real(self, delta)
+
+    monkeypatch.setattr(P.PLDAccountant, "get_epsilon", counting)
+    for target, q, T in [(1.0, 0.01, 2000), (2.0, 256 / 60000, 14062), (0.1, 1e-4, 10 ** 6)]:
+        counted.clear()
+        sigma = calibrate_noise(target, 1e-5, q, T, accountant="pld")
+        assert len(counted) <= 5
+        assert _eps("pld", sigma, q, T) <= target < _eps("pld", sigma * 0.999, q, T)

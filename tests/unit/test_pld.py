@@ -150,3 +150,64 @@ def test_heterogeneous_history_matches_dp_accounting():
 def test_bad_input_names_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("neighboring,factor", [("add_remove", 1.0), ("replace_one", 2.0)])
+def test_full_batch_is_the_exact_composed_gaussian_at_any_T(neighboring, factor):
+    """q = 1: T_k steps with σ_k compose into one Gaussian with μ = √(Σ T_k/σ_k²) (twice that under
+    replace-one, sensitivity 2); ε(δ) is Balle & Wang's closed form, rounded up. A billion steps
+    once took 75–92 s; the closed form takes microseconds."""
+    from dplib.mechanisms import gaussian_delta, gaussian_epsilon
+    acc = PLDAccountant(neighboring=neighboring).step(noise_multiplier=0.5, sample_rate=1.0,
+                                                      num_steps=10 ** 9)
+    acc.step(noise_multiplier=3e4, sample_rate=1.0, num_steps=10 ** 8)
+    mu = factor * math.sqrt(10 ** 9 / 0.25 + 10 ** 8 / 9e8)
+    for delta in (1e-5, 1e-12):
+        exact = float(gaussian_epsilon(1 / mu, delta))
+        got = acc.get_epsilon(delta)
+        assert acc.route == "gaussian"
+        assert exact * (1 - 1e-12) <= got <= exact * (1 + 1e-9)
+    eps = 2.0 * mu
+    assert acc.get_delta(eps) >= float(gaussian_delta(1 / mu, eps)) * (1 - 1e-9)
+
+
+def test_low_frequencies_are_computed_without_the_fft_error():
+    """For T = 1e9 steps the FFT's ±u on f_k ≈ 1 becomes ±1e-7 on f_k^T; the block-Taylor
+    evaluation of the surviving frequencies is checked against an FFT in extended precision
+    (the plain FFT misses it by more than 1e-9 after the power)."""
+    from scipy import fft as sfft
+    from dplib.accounting import pld as P
+    if np.finfo(np.longdouble).eps >= np.finfo(float).eps:
+        pytest.skip("np.longdouble is float64 here: no extended-precision reference")
+    rng = np.random.default_rng(0)
+    n, c = 1 << 16, 10 ** 9
+    x = np.zeros(n)
+    x[5:35] = rng.random(30) ** 8
+    x /= x.sum()
+    keep = P._surviving(sfft.rfft(x), c)
+    assert keep.size >= 2
+    log_f, m = P._log_spectrum_low(x, keep, n)
+    total = float(np.sum(x[x > 0]))         # the mass as the function sums it
+    theta = (2 * np.pi * keep / n).astype(np.longdouble)
+    ref = np.log(sfft.rfft(x.astype(np.longdouble))[keep] * np.exp(1j * theta * m)
+                 / np.longdouble(total)).astype(complex)
+    plain = np.log(sfft.rfft(x)[keep] * np.exp(2j * np.pi * keep / n * m) / total)
+    got = log_f - math.log(total)
+    # Up to the common constant log(Σx) (a uniform scale of the composed masses, ~1e-16·T):
+    got, ref, plain = got - got[0], ref - ref[0], plain - plain[0]
+    assert c * np.max(np.abs(got - ref)) < 1e-9 < c * np.max(np.abs(plain - ref))
+
+
+@pytest.mark.parametrize("sigma,q,T", [(0.01, 0.5, 1), (0.03, 0.01, 10), (0.6, 1e-7, 10 ** 7),
+                                       (1.0, 1e-5, 1000), (4.0, 0.01, 2000)])
+@pytest.mark.parametrize("delta", [1e-5, 1e-10])
+def test_epsilon_and_delta_are_consistent_and_below_rdp(sigma, q, T, delta):
+    """Extreme grids (σ = 0.01: losses in the thousands; q = 1e-7: losses of 1e-7) answer finitely,
+    never above RDP, and get_delta(get_epsilon(δ)) ≤ δ: get_delta tries the truncation get_epsilon
+    used for a δ near its first answer (it may find a tighter one, never a looser one)."""
+    acc = PLDAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=T)
+    eps = acc.get_epsilon(delta)
+    rdp = RDPAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=T)
+    assert 0 < eps <= rdp.get_epsilon(delta) * (1 + 1e-12)
+    if acc.route == "pld":
+        assert 0 < acc.get_delta(eps) <= delta * (1 + 1e-6)

@@ -13,7 +13,7 @@ from scipy import integrate
 from dplib.accounting import (DEFAULT_ORDERS, OPACUS_ORDERS, RDPAccountant, gaussian_rdp,
                               rdp_to_delta, rdp_to_epsilon, subsampled_gaussian_rdp)
 
-# (q, σ, T, ε at δ=1e-5 published by Opacus' accountant) — the cases of issue 4.
+# (q, σ, T, ε at δ=1e-5 published by Opacus' accountant).
 CASES = [(256 / 60000, 1.1, 14062, 2.5966), (0.01, 1.0, 1000, 2.1014), (0.1, 0.5, 1000, 136.05)]
 
 
@@ -133,3 +133,40 @@ def test_accountant_heterogeneous_and_chainable():
 def test_bad_input_names_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def _log_a_mpmath(alpha, q, sigma, dps=60):
+    """log A_α by mpmath quadrature at ``dps`` digits, enough to resolve A_α − 1 ≈ 1e-25."""
+    import mpmath as mp
+    mp.mp.dps = dps
+    q_, s_, a_ = mp.mpf(q), mp.mpf(sigma), mp.mpf(alpha)
+
+    def f(z):
+        return mp.npdf(z, 0, s_) * ((1 - q_) + q_ * mp.e ** ((2 * z - 1) / (2 * s_ ** 2))) ** a_
+    return mp.log(mp.quad(f, [-mp.inf, -10 * s_, 0, 10 * s_, mp.inf]))
+
+
+@pytest.mark.parametrize("q,sigma", [(1e-8, 1000.0), (1e-9, 1e4), (1e-7, 1e4)])
+def test_fractional_orders_stay_upper_bounds_below_round_off(q, sigma):
+    """A_α − 1 ≈ 1e-22 is below the round-off of the fractional series (terms of size 1): it once
+    came out as −1.65e-25 (q = 1e-8, σ = 1000) and made the accountant raise. Now every value is
+    ≥ the exact one (mpmath, 60 digits) and at most twice it (the convexity bound's worst case
+    in (1, 2) is r(2) = 2/α·r(α))."""
+    alpha = np.array([1.1, 1.5, 2.5, 7.3, 10.9])
+    got = subsampled_gaussian_rdp(alpha, sigma, q) * (alpha - 1)
+    exact = np.array([float(_log_a_mpmath(a, q, sigma)) for a in alpha])
+    assert np.all(exact > 0)
+    assert np.all(got >= exact * (1 - 1e-12))
+    assert np.all(got <= 2 * exact)
+
+
+@pytest.mark.parametrize("q,sigma", [(0.01, 1.0), (0.1, 0.5), (0.5, 2.0)])
+def test_convexity_bound_is_above_the_series(q, sigma):
+    """log A_α is convex in α (Hölder): the chord between the integer orders around α lies above
+    the exact value, which the series gives to ~1e-13 where it converges."""
+    from dplib.accounting.rdp import _log_a_fractional, _log_a_interpolated
+    alpha = np.array([1.1, 1.5, 2.5, 4.7, 9.9])
+    series = _log_a_fractional(alpha, q, sigma)
+    assert np.all(np.isfinite(series))
+    assert np.all(_log_a_interpolated(alpha, q, sigma) >= series * (1 - 1e-12))
+
