@@ -68,8 +68,8 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_slack: floa
     Dwork & Roth 2014, Thm 3.20), with δ' = ``delta_slack`` ∈ (0, 1).
 
     ``form="kov"`` gives the sharper closed form ε' = ε·sqrt(2k·ln(1/δ')) + k·ε·(e^ε − 1)/(e^ε + 1)
-    (Kairouz, Oh & Viswanath 2015, Thm 3.4, third expression), the bound seed 001 quotes (with a
-    misprinted denominator e^{ε+1}). Both are upper bounds on the exact optimum,
+    (Kairouz, Oh & Viswanath 2015, Thm 3.4, third expression), the bound Razaviyayn's lecture
+    notes quote (``RazaviyaynLecture11``, with a misprinted denominator e^{ε+1}). Both are upper bounds on the exact optimum,
     :func:`optimal_composition_epsilon`; the δ returned is kδ + δ' in both cases (for KOV,
     1 − (1 − δ)^k (1 − δ') ≤ kδ + δ').
     """
@@ -158,7 +158,8 @@ def optimal_composition_epsilon(epsilon: float, delta: float, k: int, target_del
 
 def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     """(kε, δ·(e^{kε} − 1)/(e^ε − 1)): what an (ε, δ)-DP mechanism guarantees for data sets that
-    differ in k records (seed 001's group-privacy lemma; Dwork & Roth 2014, Thm 2.2 for δ = 0).
+    differ in k records (the group-privacy lemma of ``RazaviyaynLecture11``; Dwork & Roth 2014,
+    Thm 2.2 for δ = 0).
 
     Walk from D to D' through k − 1 intermediate data sets: each step multiplies by e^ε and adds δ,
     so the δ terms form the geometric sum δ(1 + e^ε + … + e^{(k−1)ε}).
