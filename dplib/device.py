@@ -67,7 +67,7 @@ def as_device(device: object = None, name: str = "device"):
     return torch.device(device) if torch is not None else device
 
 
-def release_seed(seed: object = None, name: str = "seed") -> int:
+def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> int:
     """The seed a private release draws its randomness from.
 
     ``None`` (the default of every dplib function that releases a private output): 63 fresh bits
@@ -76,9 +76,14 @@ def release_seed(seed: object = None, name: str = "seed") -> int:
     runs on neighbouring data sets would differ by exactly the target's noise-free contribution.
     An integer ≥ 0 is returned as it is: a fixed seed makes a run reproducible, which is right for
     experiments and teaching, never for a release. Functions record the seed used in their result.
+    ``bits`` (1–63): fewer fresh bits for callers that derive per-run seeds from this one (e.g.
+    seed·10⁶ + r), so the derived seeds stay below torch's 2⁶⁴ limit.
     """
+    bits = check_int("bits", bits)
+    if bits > 63:
+        raise ValueError(f"bits must be an integer in [1, 63], got {bits!r}")
     if seed is None:
-        return secrets.randbits(63)
+        return secrets.randbits(bits)
     return check_int(name, seed, low=0)
 
 

@@ -395,9 +395,9 @@ def released_iterates_calibrate_sigma(target_epsilon: float, delta: float, lipsc
 
     Every z_k grows with σ and the subsampled-Gaussian RDP decreases in z, so ε decreases in σ;
     the root is bracketed by factors of 4 and found by Brent's method in log σ
-    (:func:`dplib.accounting.calibrate._safe_log_root`, which returns it on the safe side).
+    (:func:`dplib.accounting.calibrate.safe_log_root`, which returns it on the safe side).
     """
-    from .accounting.calibrate import _safe_log_root
+    from .accounting.calibrate import safe_log_root
 
     eps_t = check_positive("target_epsilon", target_epsilon)
     check_probability("delta", delta, low_open=True, high_open=True)
@@ -414,18 +414,11 @@ def released_iterates_calibrate_sigma(target_epsilon: float, delta: float, lipsc
     lg = math.log(1.0 / delta)
     rho = (math.sqrt(lg + eps_t) - math.sqrt(lg)) ** 2
     total = float(np.max(_check_schedule(step_sizes, K)))
-    lo = hi = check_positive("lipschitz", lipschitz) * math.sqrt(total / rho) / check_int(
+    guess = check_positive("lipschitz", lipschitz) * math.sqrt(total / rho) / check_int(
         "n", n, low=1)
-    while excess(hi) > 0:
-        if hi > 1e12:
-            raise ValueError(f"target_epsilon={target_epsilon!r} needs sigma above 1e12 for "
-                             "these delta and orders; raise it")
-        lo, hi = hi, hi * 4.0
-    while excess(lo) <= 0:
-        if lo < 1e-12:
-            return lo
-        lo, hi = lo / 4.0, lo
-    return _safe_log_root(excess, lo, hi, rtol=rtol)
+    return safe_log_root(excess, guess, guess, rtol=rtol, floor=1e-12, ceiling=1e12,
+                         too_large=f"target_epsilon={target_epsilon!r} needs sigma above 1e12 "
+                                   "for these delta and orders; raise it")
 
 
 # --- the counterexample --------------------------------------------------------------------------
@@ -978,7 +971,7 @@ def calibrate_noise_replace_one(target_epsilon: float, delta: float, sample_rate
     ε(σ) ≤ target (checked).
     """
     from .accounting import PLDAccountant
-    from .accounting.calibrate import _safe_log_root
+    from .accounting.calibrate import safe_log_root
 
     eps_t = check_positive("target_epsilon", target_epsilon)
     q = check_probability("sample_rate", sample_rate, low_open=True)
@@ -989,17 +982,9 @@ def calibrate_noise_replace_one(target_epsilon: float, delta: float, sample_rate
         acc = PLDAccountant(neighboring="replace_one")
         return acc.step(noise_multiplier=s, sample_rate=q, num_steps=T).get_epsilon(delta) - eps_t
 
-    lo, hi = 0.3, 3.0
-    while f(hi) > 0:
-        if hi > 1e4:
-            raise ValueError(f"target_epsilon={target_epsilon!r} needs a noise multiplier above "
-                             "1e4 for these delta, sample_rate, num_steps")
-        lo, hi = hi, hi * 4.0
-    while f(lo) <= 0:
-        if lo <= 1e-2:
-            return lo
-        lo, hi = lo / 4.0, lo
-    return _safe_log_root(f, lo, hi, rtol=2.5e-6)
+    return safe_log_root(f, 0.3, 3.0, rtol=2.5e-6, floor=1e-2, ceiling=1e4,
+                         too_large=f"target_epsilon={target_epsilon!r} needs a noise multiplier "
+                                   "above 1e4 for these delta, sample_rate, num_steps")
 
 
 #: Rows of :func:`compare_methods`. The two "Thm 3.1 claim" rows account DP-SGLD by Theorem 3.1
@@ -1031,7 +1016,7 @@ def _run_rdp_pair(res: SGLDResult, n: int) -> tuple[float, float]:
 def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_size: int = 200,
                     lam: float = 0.03, target_epsilon: float = 1.0, delta: float = 1e-5,
                     max_grad_norm: float = 1.0, methods: tuple = DEFAULT_METHODS,
-                    seed: int = 0, device: object = None) -> dict:
+                    seed: int | None = None, device: object = None) -> dict:
     """Ryffel et al.'s Tables 1–2 protocol on a data set of unit-norm features (see
     :func:`compare_on_digits`). ``data``: {"train": (X, y), "test": (X, y), "num_classes": C}
     with ‖x‖ ≤ 1 (a public bound). ``methods``: a subset of :data:`METHODS`.
@@ -1040,11 +1025,12 @@ def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_siz
     for m < n, Theorem 3.1 for the full-batch DP-GLD row); the "Thm 3.1 claim" rows opt in to
     Theorem 3.1 for m < n and carry ``proved=False``.
 
-    An experiment, not a release: every run is seeded from ``seed`` (DP-SGLD: ``seed``; DP-SGD:
-    ``seed``, …, ``seed + seeds − 1``) so that the table is reproducible. A fixed seed makes
-    the noise a public function of public inputs; a deployment trains with ``seed=None``.
+    Every run is seeded from ``seed`` (DP-SGLD: ``seed``; DP-SGD: ``seed``, …,
+    ``seed + seeds − 1``): None (the default) draws 62 fresh bits of OS entropy, an integer makes
+    the table reproducible — for experiments, never for a release (a fixed seed makes the noise
+    a public function of public inputs).
 
-    Returns ``{"rows": [...], "diagnostics": {...}}``; each row has "key" (its name in
+    Returns ``{"rows": [...], "diagnostics": {...}, "seed": the seed used}``; each row has "key" (its name in
     :data:`METHODS`), "method", "schedule", "adjacency", "accountant", "proved", "epsilon",
     "sigma", "steps", "batch_size", "accuracy" (array over seeds). The diagnostics describe the
     constant-step DP-SGLD run: the quantities of :func:`table4_diagnostics` for the RDP pair of
@@ -1057,7 +1043,8 @@ def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_siz
     from .training import evaluate, make_logistic_regression, train
 
     s = check_int("seeds", seeds, low=1)
-    s0 = check_int("seed", seed, low=0)
+    from .device import release_seed
+    s0 = release_seed(seed, bits=62)
     for mth in methods:
         check_choice("methods", mth, METHODS)
     (X, y), (Xt, yt), C = data["train"], data["test"], data["num_classes"]
@@ -1132,13 +1119,13 @@ def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_siz
                                                  const.step_sizes)[0],
                 theorem_3_1_sigma=sgld_calibrate_sigma(target_epsilon, delta, c.lipschitz,
                                                        c.lam, n, const.step_sizes))
-    return {"rows": rows, "diagnostics": diag}
+    return {"rows": rows, "diagnostics": diag, "seed": s0}
 
 
 def compare_on_digits(*, seeds: int = 5, epochs: float = 30, batch_size: int = 200,
                       lam: float = 0.03, dim: int = 16, target_epsilon: float = 1.0,
                       delta: float = 1e-5, max_grad_norm: float = 1.0, data_seed: int = 0,
-                      methods: tuple = DEFAULT_METHODS, seed: int = 0,
+                      methods: tuple = DEFAULT_METHODS, seed: int | None = None,
                       device: object = None) -> dict:
     """The book's version of Ryffel et al.'s Tables 1–2: private logistic regression on public
     features.
@@ -1159,8 +1146,10 @@ def compare_on_digits(*, seeds: int = 5, epochs: float = 30, batch_size: int = 2
       replace-one (:func:`calibrate_noise_replace_one`);
     * no DP: the same projected SGD schedule without noise (σ = 0).
 
-    An experiment with fixed seeds (``seed``, ``data_seed``) so that it is reproducible, never
-    a release. Returns ``{"rows", "diagnostics", "config"}`` (see :func:`compare_methods`).
+    ``data_seed`` picks the public features; ``seed`` the runs' noise and batches (None: fresh
+    OS entropy, recorded; an integer reproduces the table — for experiments, never for a
+    release). Returns ``{"rows", "diagnostics", "seed", "config"}`` (see
+    :func:`compare_methods`).
     """
     from .features import digits_features
 
@@ -1170,7 +1159,7 @@ def compare_on_digits(*, seeds: int = 5, epochs: float = 30, batch_size: int = 2
                           seed=seed, device=device)
     out["config"] = dict(seeds=seeds, epochs=epochs, batch_size=batch_size, lam=lam, dim=dim,
                          target_epsilon=target_epsilon, delta=delta,
-                         max_grad_norm=max_grad_norm, data_seed=data_seed, seed=seed,
+                         max_grad_norm=max_grad_norm, data_seed=data_seed, seed=out["seed"],
                          step_size=out["diagnostics"]["step_size"])
     return out
 
@@ -1180,16 +1169,19 @@ def scaling_study(sizes: tuple = (500, 2000, 8000), *, seeds: int = 2, epochs: f
                   delta: float = 1e-5, data_seed: int = 0,
                   methods: tuple = ("DP-SGLD decreasing", "DP-SGD replace-one",
                                     "No DP decreasing"),
-                  seed: int = 0, device: object = None) -> dict:
+                  seed: int | None = None, device: object = None) -> dict:
     """Accuracy against the training-set size n on synthetic unit-norm features
     (:func:`dplib.features.synthetic_features`, the same task for every n), for ``methods``
     (names from :data:`METHODS`; by default DP-SGLD with the decreasing step accounted as
     released iterates, DP-SGD replace-one and no DP), with the protocol of
-    :func:`compare_methods` and batches of ``batch_fraction``·n. An experiment with fixed seeds,
-    never a release. Returns {"sizes", method name: (len(sizes), seeds) array}.
+    :func:`compare_methods` and batches of ``batch_fraction``·n. ``seed`` as in
+    :func:`compare_methods` (None: fresh OS entropy, the same for every n). Returns {"sizes",
+    "seed", method name: (len(sizes), seeds) array}.
     """
+    from .device import release_seed
     from .features import synthetic_features
 
+    seed = release_seed(seed, bits=62)
     frac = check_probability("batch_fraction", batch_fraction, low_open=True)
     acc = {k: [] for k in methods}
     for n in sizes:
@@ -1200,7 +1192,8 @@ def scaling_study(sizes: tuple = (500, 2000, 8000), *, seeds: int = 2, epochs: f
                               seed=seed, device=device)
         for row in out["rows"]:
             acc[row["key"]].append(np.asarray(row["accuracy"]))
-    return {"sizes": np.asarray(sizes), **{k: np.array(v) for k, v in acc.items()}}
+    return {"sizes": np.asarray(sizes), "seed": seed,
+            **{k: np.array(v) for k, v in acc.items()}}
 
 
 def format_table(rows: list[dict]) -> str:

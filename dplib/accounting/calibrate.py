@@ -13,12 +13,12 @@ from typing import Callable
 
 from scipy.optimize import brentq
 
-from .._validate import check_int, check_positive, check_probability
+from .._validate import check_int, check_positive, check_probability, check_real
 from ._base import check_delta
 from .pld import PLDAccountant
 from .rdp import RDPAccountant
 
-__all__ = ["calibrate_noise"]
+__all__ = ["calibrate_noise", "safe_log_root"]
 
 _SIGMA_MIN, _SIGMA_MAX = 1e-2, 1e4
 
@@ -47,6 +47,36 @@ def _safe_log_root(excess: Callable[[float], float], lo: float, hi: float, *,
     while excess(s) > 0:    # pragma: no cover - only if excess is not monotone at round-off level
         s *= math.exp(xtol)
     return s
+
+
+def safe_log_root(excess: Callable[[float], float], lo: float, hi: float, *, rtol: float,
+                  floor: float = 0.0, ceiling: float = math.inf,
+                  too_large: str = "no scale up to the ceiling meets the target") -> float:
+    """The smallest scale s with excess(s) ≤ 0 (excess decreasing in s, e.g. ε(σ) − target), to
+    relative precision ``rtol``, returned on the safe side — the one calibration loop of dplib.
+
+    Brackets first: from the guess [lo, hi] it widens by factors of 4 inside [floor, ceiling]
+    until excess(lo) > 0 ≥ excess(hi), then solves by :func:`_safe_log_root`. Returns ``floor``
+    when even the floor meets the target; raises ``ValueError(too_large)`` when the ceiling
+    does not."""
+    if not callable(excess):
+        raise ValueError(f"excess must be a function of the scale, got {excess!r}")
+    rtol = check_real("rtol", rtol, low=0.0, high=1.0)
+    lo, hi = check_positive("lo", lo), check_positive("hi", hi)
+    if math.isinf(lo) or math.isinf(hi) or lo > hi:
+        raise ValueError(f"lo and hi must be finite with 0 < lo <= hi, got lo={lo!r}, hi={hi!r}")
+    floor = check_real("floor", floor, low=0.0, high=lo, low_open=False, high_open=False)
+    ceiling = check_real("ceiling", ceiling, low=hi, high=math.inf, low_open=False,
+                         high_open=False)
+    while excess(hi) > 0:
+        if hi >= ceiling:
+            raise ValueError(too_large)
+        lo, hi = hi, min(hi * 4.0, ceiling)
+    while excess(lo) <= 0:
+        if lo <= floor:
+            return lo
+        lo, hi = max(lo / 4.0, floor), lo
+    return _safe_log_root(excess, lo, hi, rtol=rtol)
 
 
 #: Grid budgets (composed window, single steps) of the cheap PLD proxy calibrate_noise searches
@@ -200,16 +230,9 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num
             seen[s] = _epsilon(s, d, q, steps, accountant, h) - eps_t
         return seen[s]
 
-    lo, hi = 0.5, 2.0
-    # Bracket: f(lo) > 0 ≥ f(hi), widening geometrically within [σ_min, σ_max].
-    while f(hi) > 0:
-        if hi >= _SIGMA_MAX:
-            raise ValueError(f"target_epsilon={eps_t:g} needs noise_multiplier > {_SIGMA_MAX:g} for "
-                             f"delta={d:g}, sample_rate={q:g}, num_steps={steps}; "
-                             f"allowed target_epsilon is the ε reached at that σ or more")
-        lo, hi = hi, min(hi * 4.0, _SIGMA_MAX)
-    while f(lo) <= 0:
-        if lo <= _SIGMA_MIN:
-            return lo   # even σ_min meets the target (e.g. a huge target ε)
-        lo, hi = max(lo / 4.0, _SIGMA_MIN), lo
-    return _safe_log_root(f, lo, hi, rtol=tol)
+    # σ_min is returned when even it meets the target (e.g. a huge target ε)
+    return safe_log_root(
+        f, 0.5, 2.0, rtol=tol, floor=_SIGMA_MIN, ceiling=_SIGMA_MAX,
+        too_large=f"target_epsilon={eps_t:g} needs noise_multiplier > {_SIGMA_MAX:g} for "
+                  f"delta={d:g}, sample_rate={q:g}, num_steps={steps}; allowed target_epsilon "
+                  f"is the ε reached at that σ or more")

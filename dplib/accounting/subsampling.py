@@ -96,7 +96,7 @@ def amplified_epsilon_bound(epsilon: object, sample_rate: float) -> np.ndarray |
     """The simple bound 2γε ≥ log(1 + γ(e^ε − 1)), valid for 0 ≤ ε ≤ 1.
 
     Because log(1 + x) ≤ x and e^ε − 1 ≤ 2ε on [0, 1] (e − 1 < 2 and e^ε − 1 is convex). Quoted
-    for ε ≤ 1 in lecture notes on DP-SGD; ε outside [0, 1] is refused, not extrapolated.
+    for ε ≤ 1 by Razaviyayn (``RazaviyaynLecture11``); ε outside [0, 1] is refused, not extrapolated.
     """
     eps = check_real_array("epsilon", epsilon, low=0.0, high=1.0, low_open=False,
                            high_open=False)

@@ -745,6 +745,7 @@ class CanaryAuditResult:
     noise_multiplier: float
     seconds: float
     device: str
+    seed: int | None = None
 
 
 def _canary_data(X, y, canary_scale: float):
@@ -761,8 +762,8 @@ def _canary_data(X, y, canary_scale: float):
 
 def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
                       noise_multiplier: float, max_grad_norm: float = 1.0, lr: float = 0.5,
-                      with_canary: bool, canary_scale: float = 100.0, seed: int = 0,
-                      device=None, noise_scale_bug: float = 1.0):
+                      with_canary: bool, canary_scale: float = 100.0,
+                      seed: int | None = None, device=None, noise_scale_bug: float = 1.0):
     """``runs`` independent DP-SGD trainings of a logistic-regression model on (X, y) — plus the
     canary when ``with_canary`` — all at once: parameters carry a leading run axis and the
     per-example gradients come from ``torch.func.vmap`` over runs of ``vmap(grad)`` over examples
@@ -774,7 +775,8 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
 
     Run r draws its batches with :func:`dplib.samplers.poisson_batches` seeded
     ``seed·10⁶ + r`` — the batches :func:`dplib.training.train` draws with that seed — so with
-    σ = 0 each run reproduces ``train`` exactly (a test checks it). Returns the final
+    σ = 0 each run reproduces ``train`` exactly (a test checks it). ``seed=None`` draws 40 fresh
+    bits of OS entropy (an audit is an experiment: pass a seed to reproduce it). Returns the final
     parameters (``params``, leading run axis) and numpy arrays: ``increments`` [runs, steps] — the per-step change of the
     canary weight W[0, j] rescaled to units of C (Δw·q·n/(lr·C)): B_t·κ + σZ_t with B_t the
     canary's inclusion, κ = M/√(M²+1) and Z_t ~ N(0, 1) — and ``kappa``.
@@ -791,8 +793,10 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
     from ..samplers import poisson_batches
     from ..training import clip_per_example, make_logistic_regression
 
+    from ..device import release_seed
     runs = check_int("runs", runs)
     steps = check_int("steps", steps)
+    seed = release_seed(seed, bits=40)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
     c = check_real("max_grad_norm", max_grad_norm, low=0.0)
@@ -852,9 +856,10 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
 def dpsgd_canary_train_runs(X, y, *, runs: int, steps: int, sample_rate: float,
                             noise_multiplier: float, max_grad_norm: float = 1.0,
                             lr: float = 0.5, with_canary: bool, canary_scale: float = 100.0,
-                            seed: int = 0, device="cpu") -> np.ndarray:
+                            seed: int | None = None, device="cpu") -> np.ndarray:
     """The final-model canary statistic from ``runs`` calls of :func:`dplib.training.train`
-    itself (one model per run, seeds ``seed·10⁶ + r``): W_T[0, j]·q·n/(lr·C) = Σ_t (B_t κ + σZ_t).
+    itself (one model per run, seeds ``seed·10⁶ + r``; ``seed=None``: 40 fresh bits):
+    W_T[0, j]·q·n/(lr·C) = Σ_t (B_t κ + σZ_t).
 
     Slower than :func:`dpsgd_canary_runs` (no batching over runs), but it audits the library's
     trainer end to end — noise, clipping, sampling and scaling included.
@@ -862,8 +867,10 @@ def dpsgd_canary_train_runs(X, y, *, runs: int, steps: int, sample_rate: float,
     import torch
 
     from .._validate import check_int
+    from ..device import release_seed
     from ..training import make_logistic_regression, train
 
+    seed = release_seed(seed, bits=40)
     runs = check_int("runs", runs)
     steps = check_int("steps", steps)
     q = check_probability("sample_rate", sample_rate, low_open=True)
@@ -896,7 +903,7 @@ def _loss_statistic(increments: np.ndarray, q: float, sigma: float, kappa: float
 def dpsgd_canary_audit(X, y, *, runs: int, steps: int, sample_rate: float,
                        noise_multiplier: float, delta: float = 1e-5,
                        max_grad_norm: float = 1.0, lr: float = 0.5, confidence: float = 0.95,
-                       seed: int = 0, device=None,
+                       seed: int | None = None, device=None,
                        noise_scale_bug: float = 1.0) -> CanaryAuditResult:
     """Audit DP-SGD with a Dirac gradient canary (Jagielski, Ullman & Oprea 2020; Nasr et al.
     2021): ``runs`` trainings with the canary and ``runs`` without, then
@@ -912,9 +919,13 @@ def dpsgd_canary_audit(X, y, *, runs: int, steps: int, sample_rate: float,
     :class:`~dplib.accounting.RDPAccountant` and :class:`~dplib.accounting.PLDAccountant`
     (neighbouring datasets: with/without the canary, add/remove adjacency). Note that the
     canary's inclusion is part of the Poisson sampling, as the accountant assumes.
+    ``seed=None`` draws 38 fresh bits (runs use 2·seed + 1 and 2·seed + 2); pass a seed to
+    reproduce an audit.
     """
     import time
     from ..accounting import PLDAccountant, RDPAccountant
+    from ..device import release_seed
+    seed = release_seed(seed, bits=38)
     d = check_real("delta", delta, low=0.0, high=1.0)
     t0 = time.perf_counter()
     kw = dict(runs=runs, steps=steps, sample_rate=sample_rate,
@@ -936,7 +947,7 @@ def dpsgd_canary_audit(X, y, *, runs: int, steps: int, sample_rate: float,
                              epsilon_pld=float(e_pld), runs=int(runs), steps=int(steps),
                              sample_rate=float(sample_rate),
                              noise_multiplier=float(noise_multiplier),
-                             seconds=time.perf_counter() - t0, device=a["device"])
+                             seconds=time.perf_counter() - t0, device=a["device"], seed=seed)
 
 
 __all__ += ["canary_loss", "dpsgd_canary_runs", "dpsgd_canary_train_runs", "dpsgd_canary_audit",

@@ -102,6 +102,7 @@ class Population:
     train_accuracy: np.ndarray
     test_accuracy: np.ndarray
     epsilon_replace_one: float = math.inf
+    seed: int | None = None
 
     @property
     def n_shadows(self) -> int:
@@ -109,19 +110,22 @@ class Population:
 
 
 def train_population(X, y, *, model_fn: Callable[[int], torch.nn.Module], n_targets: int,
-                     n_shadows: int, epsilon: float | None = None, seed: int = 0,
-                     device=None, **train_kwargs) -> Population:
+                     n_shadows: int, epsilon: float | None = None,
+                     seed: int | None = None, device=None, **train_kwargs) -> Population:
     """Train ``n_targets`` targets (independent random halves of the pool (X, y)) and
     ``n_shadows`` shadows (balanced halves) in one batched call.
 
     ``model_fn(seed)`` builds one freshly initialised model. ``epsilon=None`` trains without
     privacy (σ = 0, no clipping); otherwise DP-SGD calibrated to ``epsilon`` at ``train_kwargs
     ['delta']`` (default 1e-5). ``train_kwargs`` are those of :func:`dplib.training.train`
-    (sample_rate, lr, epochs, optimizer, max_grad_norm, ...).
+    (sample_rate, lr, epochs, optimizer, max_grad_norm, ...). ``seed`` (masks, initialisations,
+    batches and noise of model m: 10⁴·seed + m): None draws 48 fresh bits of OS entropy,
+    recorded in the result; a fixed seed is for experiments, never for a release.
     """
+    from ..device import release_seed
     t = check_int("n_targets", n_targets)
     s = check_int("n_shadows", n_shadows, low=2)
-    seed = check_int("seed", seed, low=0)
+    seed = release_seed(seed, bits=48)
     x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).float()
     yy = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y).long()
     n = x.shape[0]
@@ -143,7 +147,7 @@ def train_population(X, y, *, model_fn: Callable[[int], torch.nn.Module], n_targ
                       epsilon=bm.epsilon, noise_multiplier=bm.noise_multiplier, delta=bm.delta,
                       train_accuracy=np.array([c[m].mean() for c, m in zip(correct, masks)]),
                       test_accuracy=np.array([c[~m].mean() for c, m in zip(correct, masks)]),
-                      epsilon_replace_one=_replace_one_epsilon(bm))
+                      epsilon_replace_one=_replace_one_epsilon(bm), seed=seed)
 
 
 def _replace_one_epsilon(bm) -> float:
@@ -219,11 +223,12 @@ class CanaryAudit:
     scores_out: np.ndarray
     epsilon: float
     delta: float
+    seed: int | None = None
 
 
 def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
                  model_fn: Callable[[int], torch.nn.Module], epsilon: float | None = None,
-                 confidence: float = 0.95, seed: int = 0, device=None,
+                 confidence: float = 0.95, seed: int | None = None, device=None,
                  **train_kwargs) -> CanaryAudit:
     """Audit a training recipe on the neighbouring pair D = (X, y) and D' = D ∪ {canary}.
 
@@ -232,9 +237,11 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
     confidence, and returns :func:`~dplib.attacks.audit.audit_from_samples` on the two samples
     (δ = the recipe's δ). Each run is an independent trial of the mechanism on a fixed pair of
     neighbours, exactly the setting of the Clopper–Pearson audit (Jagielski et al. 2020, Alg. 2).
+    ``seed=None`` draws 48 fresh bits (recorded); pass a seed to reproduce an audit.
     """
+    from ..device import release_seed
     r = check_int("runs", runs, low=4)
-    seed = check_int("seed", seed, low=0)
+    seed = release_seed(seed, bits=48)
     check_probability("confidence", confidence, low_open=True, high_open=True)
     x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).float()
     yy = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y).long()
@@ -262,4 +269,4 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
     from .audit import audit_from_samples
     res = audit_from_samples(phi[:r], phi[r:], delta=bm.delta, confidence=confidence)
     return CanaryAudit(audit=res, scores_in=phi[:r], scores_out=phi[r:], epsilon=bm.epsilon,
-                       delta=bm.delta)
+                       delta=bm.delta, seed=seed)

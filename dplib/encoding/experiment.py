@@ -220,13 +220,17 @@ def same_lr_control(result: dict, *, method: str = "alg1_gaussian", device=None,
 
 def l1_versus_d2(codebook: Codebook, grads, d2_values, *, families=("gaussian", "laplace",
                  "student_t"), sample_rate: float = 1.0, num_draws: int = 20,
-                 seed: int = 0) -> list[dict]:
+                 seed: int | None = None) -> list[dict]:
     """For each family and target D₂ (the per-step Rényi divergence of order 2 of Algorithm 1
     with this code book, Lemma 5), the noise scale reaching it and the ℓ1 error of the privatised
     sum of ``grads`` ([B, d] per-example gradients) — the paper's Figure 6 form. ℓ1 is reported
-    per coordinate (divided by d)."""
+    per coordinate (divided by d). ``seed`` draws the noise: None (default) 63 fresh bits of OS
+    entropy, recorded in every row; an integer reproduces the figure (experiments only)."""
     import torch
     from scipy.optimize import brentq
+
+    from ..device import release_seed
+    seed = release_seed(seed)
     d = grads.shape[1]
     gen = torch.Generator().manual_seed(seed)
     out = []
@@ -240,7 +244,7 @@ def l1_versus_d2(codebook: Codebook, grads, d2_values, *, families=("gaussian", 
             err = privatization_error(grads, codebook, nz, num_draws=num_draws, generator=gen)
             out.append({"family": fam, "d2": float(target), "scale": s, "std": nz.std,
                         "l1_per_coord": err["l1"] / d, "noise_l1_per_coord": nz.mean_abs,
-                        "encoding_l1_per_coord": err["encoding_l1"] / d})
+                        "encoding_l1_per_coord": err["encoding_l1"] / d, "seed": seed})
     return out
 
 

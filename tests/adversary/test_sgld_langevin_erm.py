@@ -108,7 +108,7 @@ def test_full_batch_keeps_theorem_3_1(strongly_convex_problem):
 
 def test_experiment_rows_use_the_valid_route_and_label_the_claim(one_torch_thread):
     data = synthetic_features(300, n_test=50, seed=0)
-    out = compare_methods(data, seeds=1, epochs=2, batch_size=60, device="cpu",
+    out = compare_methods(data, seeds=1, epochs=2, batch_size=60, device="cpu", seed=0,
                           methods=("DP-SGLD constant", "DP-SGLD constant, Thm 3.1 claim",
                                    "DP-GLD"))
     rows = {r["key"]: r for r in out["rows"]}

@@ -382,3 +382,29 @@ def test_a_clipping_norm_whose_sum_could_overflow_is_refused_up_front():
                              lr=0.1, noise_multiplier=1.0, max_grad_norm=1e38, seeds=[0, 1])
     train(make_logistic_regression(5, 3, seed=0), (X, Y), sample_rate=0.5, lr=0.1, steps=1,
           noise_multiplier=1.0, max_grad_norm=1e30, seed=0)          # far from the edge: fine
+
+
+def test_experiment_drivers_draw_fresh_seeds_unless_given_one():
+    """The drivers that train private models for the chapters' experiments (MIA populations,
+    canary audits, the Dirac-canary audit) have no public default seed either: without one
+    they draw fresh OS entropy and record it; a given seed reproduces them."""
+    from dplib.attacks import audit as AU
+    from dplib.attacks.experiment import canary_audit, train_population
+    x, y = torch.tensor(X), torch.tensor(Y)
+    kw = dict(model_fn=lambda s: make_logistic_regression(5, 3, seed=s), sample_rate=0.5,
+              lr=0.1, steps=2, device="cpu")
+    a = train_population(x, y, n_targets=1, n_shadows=2, epsilon=2.0, max_grad_norm=1.0, **kw)
+    b = train_population(x, y, n_targets=1, n_shadows=2, epsilon=2.0, max_grad_norm=1.0, **kw)
+    assert a.seed != b.seed and not torch.equal(a.logits, b.logits)
+    c = train_population(x, y, n_targets=1, n_shadows=2, epsilon=2.0, max_grad_norm=1.0,
+                         seed=a.seed, **kw)
+    assert torch.equal(a.logits, c.logits)
+    ca = canary_audit(x, y, x[0], 1, runs=4, epsilon=2.0, max_grad_norm=1.0, **kw)
+    cb = canary_audit(x, y, x[0], 1, runs=4, epsilon=2.0, max_grad_norm=1.0, **kw)
+    assert ca.seed != cb.seed and not np.array_equal(ca.scores_in, cb.scores_in)
+    run = dict(runs=3, steps=2, sample_rate=0.5, noise_multiplier=1.0, with_canary=True,
+               device="cpu")
+    r1, r2 = AU.dpsgd_canary_runs(X, Y, **run), AU.dpsgd_canary_runs(X, Y, **run)
+    assert not np.array_equal(r1["increments"], r2["increments"])
+    same = [AU.dpsgd_canary_runs(X, Y, seed=5, **run)["increments"] for _ in range(2)]
+    assert np.array_equal(*same)

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import functools
 import http.server
-import shutil
 import threading
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from sitecheck import SITE, chapter_pages, html_pages
+from sitecheck import DESKTOP, SITE, chapter_pages, chromium, html_pages
 
 SHOTS = SITE.parent / "screenshots"
-FIRST_SCREEN = (1280, 900)
+FIRST_SCREEN = DESKTOP
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -55,23 +52,7 @@ def site_url(site):
 
 @pytest.fixture(scope="module")
 def browser():
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_path = shutil.which("chromedriver")
-    if not binary or not driver_path:
-        pytest.fail("Debian's chromium and chromium-driver are needed (make browser installs them)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = binary
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-                 f"--window-size={FIRST_SCREEN[0]},{FIRST_SCREEN[1]}",
-                 # No network: every host name but the local server fails to resolve.
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
-    driver.set_page_load_timeout(60)
-    driver.set_script_timeout(60)
+    driver = chromium()          # desktop window of FIRST_SCREEN, network cut off, console kept
     SHOTS.mkdir(parents=True, exist_ok=True)
     yield driver
     driver.quit()

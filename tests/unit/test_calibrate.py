@@ -78,3 +78,16 @@ def test_pld_calibration_needs_few_evaluations_of_the_accountant(monkeypatch):
         sigma = calibrate_noise(target, 1e-5, q, T, accountant="pld")
         assert len(counted) <= 5
         assert _eps("pld", sigma, q, T) <= target < _eps("pld", sigma * 0.999, q, T)
+
+
+def test_safe_log_root_brackets_from_any_guess_and_lands_on_the_safe_side():
+    """excess(s) = 3/s − 1: the root is 3. From guesses below, above and around it the result is
+    ≥ 3 (ε at most the target) and within rtol; the floor and the ceiling are honoured."""
+    from dplib.accounting.calibrate import safe_log_root
+    f = lambda s: 3.0 / s - 1.0     # noqa: E731
+    for lo, hi in ((0.01, 0.02), (50.0, 60.0), (1.0, 10.0)):
+        s = safe_log_root(f, lo, hi, rtol=1e-8)
+        assert f(s) <= 0 and 3.0 <= s <= 3.0 * (1 + 1e-8)
+    assert safe_log_root(f, 5.0, 6.0, rtol=1e-8, floor=4.0) == 4.0   # even the floor is enough
+    with pytest.raises(ValueError, match="too big"):
+        safe_log_root(f, 0.1, 0.2, rtol=1e-8, ceiling=2.0, too_large="too big")

@@ -79,7 +79,7 @@ def _pool(n=160):
 def test_population_and_attacks_end_to_end():
     from dplib.training import make_mlp
     x, y = _pool()
-    kw = dict(sample_rate=0.2, lr=0.03, optimizer="adam", epochs=15, device="cpu")
+    kw = dict(sample_rate=0.2, lr=0.03, optimizer="adam", epochs=15, device="cpu", seed=0)
     pop = train_population(x, y, model_fn=lambda s: make_mlp(64, 10, (16,), seed=s),
                            n_targets=2, n_shadows=8, **kw)
     assert pop.logits.shape == (10, 160, 10) and pop.n_shadows == 8
@@ -114,7 +114,7 @@ def test_canary_audit_separates_non_private_and_respects_dp():
     x, y = _pool(100)
     cx = torch.tensor(load_digits().data[1000] / 16.0 - 0.3, dtype=torch.float32)
     kw = dict(runs=24, model_fn=lambda s: make_logistic_regression(64, 10, seed=s),
-              sample_rate=0.5, lr=0.1, optimizer="adam", epochs=20, device="cpu")
+              sample_rate=0.5, lr=0.1, optimizer="adam", epochs=20, device="cpu", seed=0)
     free = canary_audit(x, y, cx, 6, **kw)
     assert math.isinf(free.epsilon)
     assert free.scores_in.min() > free.scores_out.max()
