@@ -1,11 +1,11 @@
-"""DP-SGD canary audit (issue 13; Jagielski, Ullman & Oprea 2020; Nasr et al. 2021).
+"""DP-SGD canary audit (Jagielski, Ullman & Oprea 2020; Nasr et al. 2021).
 
 Run:  python benchmarks/audit_dpsgd.py [--quick]     (a few minutes on 2 CPU cores; on a GPU the
       run counts are 10× larger in about the same time)
 
 A Dirac gradient canary (a record whose clipped gradient sits on a weight no other record touches)
 is planted in a logistic-regression training set. Thousands of DP-SGD trainings with and without
-it, batched over runs with torch.func.vmap (dplib.attacks.audit.dpsgd_canary_runs, checked
+it, batched over runs with torch.func.vmap (dplib.attacks.canary.dpsgd_canary_runs, checked
 against dplib.training.train in tests/audit/test_dpsgd_audit.py), give empirical lower bounds on
 ε for two adversaries — one who sees only the final model, one who sees every iterate — next to
 dplib's accountants' ε; one setting also runs end to end through dplib.training.train (one
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from dplib.attacks.audit import dpsgd_canary_audit
+from dplib.attacks.canary import dpsgd_canary_audit
 from dplib.device import get_device
 
 DELTA = 0.01      # the audit's δ: ε(δ) of the accountants is compared at this δ
@@ -68,7 +68,8 @@ def main(quick: bool = False) -> int:
           f"{'refuted (expected)' if caught else 'NOT REFUTED'}")
     # end to end through dplib.training.train itself (one model per call: fewer runs)
     if not quick:
-        from dplib.attacks.audit import audit_from_samples, dpsgd_canary_train_runs
+        from dplib.attacks import audit_from_samples
+        from dplib.attacks.canary import dpsgd_canary_train_runs
         from dplib.accounting import PLDAccountant
         runs = scale * 1000
         t1 = time.perf_counter()

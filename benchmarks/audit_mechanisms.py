@@ -1,8 +1,8 @@
-"""Statistical audits of every mechanism in dplib, full size (issue 13).
+"""Statistical audits of every mechanism in dplib, full size.
 
 Run:  python benchmarks/audit_mechanisms.py [--quick]       (about a minute on 2 CPU cores)
 
-For ε ∈ {0.5, 1, 2} and each mechanism of dplib.attacks.audit.mechanism_audits (randomized
+For ε ∈ {0.5, 1, 2} and each mechanism of dplib.attacks.catalogue.mechanism_audits (randomized
 response, Laplace, discrete Laplace, Gaussian, discrete Gaussian, exponential mechanism,
 report-noisy-max ×3, Poisson-subsampled Gaussian, DP-ICL's vote aggregation) plus the deliberately broken ones: N runs per side on a worst-case
 neighbouring pair, the best threshold event chosen on half, Clopper–Pearson 95% on the other.
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from dplib.attacks.audit import mechanism_audits
+from dplib.attacks.catalogue import mechanism_audits
 
 EPSILONS = (0.5, 1.0, 2.0)
 N = 400_000            # runs per side (half select the event, half evaluate it)

@@ -1,28 +1,24 @@
-"""Bad-input sweep over every public function of dplib (issue 13), with counts.
+"""Bad-input sweep over every public function of dplib, with counts.
 
 Run:  python benchmarks/bad_inputs.py          (under a minute)
 
-Uses the table of tests/audit/bad_input_table.py (the same one the test runs): every public
+Uses the table of dplib.testing.bad_inputs (the same one the test runs): every public
 callable found by walking dplib is either in the table or excluded with a reason; each bad input
 must raise ValueError/TypeError naming its parameter. Prints callables found / swept / excluded,
 bad inputs tried, failures (known gaps in modules owned elsewhere are listed separately).
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 import warnings
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
-                                "audit"))
 
 
 def main() -> int:
     import matplotlib
     matplotlib.use("Agg")
     warnings.filterwarnings("ignore")
-    import bad_input_table as T
+    from dplib.testing import bad_inputs as T
     t0 = time.perf_counter()
     found = T.public_callables()
     specs = T.all_specs()

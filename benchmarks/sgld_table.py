@@ -11,7 +11,7 @@ use the σ Theorem 3.1 claims suffices, which is unproved for m < n. Prints the 
 (mean ± std over seeds, in %), the paper's Table 4 diagnostics (β, β/λ, (εn²/(αd))/(β/λ)²) for
 the RDP pair of the run, what Theorem 3.1 would claim at the run's σ, the verdict
 "DP-SGLD ≥ DP-SGD?", and wall-clock times. ``--scaling`` adds accuracy against n on synthetic
-features (dplib.sgld.scaling_study). All numbers are measured in this run, with fixed seeds (an
+features (dplib.langevin.scaling_study). All numbers are measured in this run, with fixed seeds (an
 experiment, not a release).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from dplib import get_device
-from dplib.sgld import METHODS, compare_on_digits, format_table, scaling_study
+from dplib.langevin import METHODS, compare_on_digits, format_comparison, scaling_study
 
 
 def main() -> None:
@@ -53,7 +53,7 @@ def main() -> None:
           f"batch = {cfg['batch_size']}, seeds = {cfg['seeds']}, (eps, delta) = "
           f"({cfg['target_epsilon']}, {cfg['delta']})")
     print("\nTable 1/2 (constant and decreasing step):")
-    print(format_table(rows))
+    print(format_comparison(rows))
     print("\nTable 4 diagnostics:")
     print(f"  beta (per example, used)   = {diag['beta']:.4f}   beta/lambda = "
           f"{diag['beta_over_lam']:.1f}")

@@ -1,4 +1,4 @@
-"""Accountant stress grid (issue 13): RDPAccountant, PLDAccountant and calibrate_noise over
+"""Accountant stress grid: RDPAccountant, PLDAccountant and calibrate_noise over
 q ∈ [1e-5, 1], σ ∈ [0.2, 50], T ∈ [1, 1e7], δ ∈ [1e-15, 0.1].
 
 Run:  python benchmarks/stress_accountants.py [--quick]      (a few minutes on 2 CPU cores)
@@ -9,20 +9,17 @@ the exact ε (q = 1: composed Gaussian; T = 1: closed-form hockey stick in mpmat
 within 5% of the exact ε for δ ≥ 1e-8, disagreement with dp-accounting where it answers (where
 dplib's RDP is below dp-accounting's, dplib's order is checked by quadrature instead), and
 calibrate_noise's σ not the smallest meeting its target. The checking code is
-tests/audit/accountant_stress.py (shared with the fast test in tests/audit).
+dplib.testing.accountant_stress (shared with the fast test in tests/audit).
 """
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
-                                "audit"))
-import accountant_stress as S  # noqa: E402
+from dplib.testing import accountant_stress as S
 
 QS = [1e-5, 1e-4, 1e-3, 1e-2, 0.1, 0.5, 1.0]
 SIGMAS = [0.2, 0.5, 1.0, 2.0, 5.0, 50.0]

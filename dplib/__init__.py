@@ -4,8 +4,8 @@ Every formula a chapter runs lives here, once, with its source cited and its tes
 
 Modules (by topic): ``mechanisms`` (randomized response, Laplace, Gaussian, discrete samplers,
 exponential mechanism), ``accounting`` (composition, Rényi DP, privacy-loss distributions, noise
-calibration), ``langevin`` (privacy dynamics of noisy gradient descent), ``sgld`` (DP-SGLD, Ryffel
-et al. 2022; re-exported by ``langevin``), ``features`` (offline public feature maps),
+calibration), ``langevin`` (privacy dynamics of noisy gradient descent, and DP-SGLD of Ryffel et
+al. 2022 in ``langevin.sgld``), ``features`` (offline public feature maps),
 ``encoding`` (gradient encoding and numerical RDP for arbitrary noise, Nasr et al. 2020),
 ``attacks`` (linkage, membership inference, auditing), ``training`` (DP-SGD and DP-Adam with per-
 example gradients; needs torch, imported on first use), ``icl`` (differentially private in-context
@@ -18,11 +18,11 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import (accounting, attacks, datasets, encoding, features, icl,  # noqa: E402
-               langevin, mechanisms, plotting, samplers, sgld, widgets)
+               langevin, mechanisms, plotting, samplers, widgets)
 from .device import as_device, get_device, quick_mode, seed_everything, setup  # noqa: E402
 
 __all__ = ["accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
-           "mechanisms", "plotting", "samplers", "sgld", "training", "widgets", "get_device",
+           "mechanisms", "plotting", "samplers", "training", "widgets", "get_device",
            "as_device", "quick_mode", "seed_everything", "setup", "__version__"]
 
 

@@ -14,8 +14,8 @@ principal directions of the public split, scale every row to unit norm and appen
 
 so ‖φ(x)‖ = 1 for every input with f ≠ 0 (an input with f = 0 maps to [0, b], of norm b < 1):
 a *public* bound R = 1 on the feature norm, which the Lipschitz and smoothness constants of
-private logistic regression need (:mod:`dplib.sgld`). Row normalisation uses only the row itself,
-so it leaks nothing about other records.
+private logistic regression need (:mod:`dplib.langevin.logistic`). Row normalisation uses only
+the row itself, so it leaks nothing about other records.
 """
 from __future__ import annotations
 

@@ -1,16 +1,25 @@
 """Privacy accounting: composition theorems, Rényi DP and privacy-loss distributions.
 
-Conventions for the accountants (the same as Opacus and Google's dp-accounting): DP-SGD steps are
-Poisson-subsampled Gaussian mechanisms — each record is in a batch independently with probability
-q (``sample_rate``), the clipped sum (ℓ2 sensitivity 1) gets N(0, σ²) noise (σ =
-``noise_multiplier``) — and neighbouring datasets differ by adding or removing one record.
+Default conventions of the accountants (the same as Opacus and Google's dp-accounting): DP-SGD
+steps are Poisson-subsampled Gaussian mechanisms — each record is in a batch independently with
+probability q (``sample_rate``), the sum of contributions clipped to norm C gets N(0, σ²C²) noise
+(σ = ``noise_multiplier``) — and neighbouring datasets differ by adding or removing one record
+(``neighboring="add_remove"``; ``"replace_one"`` is the other relation, the same σ).
 
 * :mod:`.composition` — basic, advanced (Dwork–Rothblum–Vadhan) and optimal homogeneous
   (Kairouz–Oh–Viswanath) composition of (ε, δ)-DP mechanisms.
 * :mod:`.rdp` — RDP of the (subsampled) Gaussian, RDP → (ε, δ), :class:`RDPAccountant`.
 * :mod:`.pld` — privacy-loss distributions composed by FFT, :class:`PLDAccountant` (bounded work
   for every input: closed form at q = 1, grid budgets, the RDP bound where it is tighter).
-* :mod:`.calibrate` — :func:`calibrate_noise`, the σ that meets a target ε.
+* :mod:`.events` — what a run does (Gaussian, Laplace, Poisson-sampled, sampled without
+  replacement, composed), consumed by every accountant through ``.compose(event)``; one unit:
+  ``noise_multiplier`` = noise scale / clipping norm, whatever the sampler and relation.
+* :mod:`.registry` — accountant names → classes (:func:`make_accountant`,
+  :func:`register_accountant`); the trainer, calibration and DP-ICL pick accountants here.
+* :mod:`.calibrate` — :func:`calibrate` (the smallest noise scale for any event and accountant)
+  and :func:`calibrate_noise` (σ for DP-SGD), both ending in :func:`safe_log_root`.
+* :mod:`.without_replacement` — the PLD of fixed-size batches under replace-one (Zhu, Dong & Wang
+  2022), used by :class:`PLDAccountant` for :class:`SampledWithoutReplacementEvent`.
 * :mod:`.gdp` — Gaussian DP and its CLT approximation for DP-SGD (labelled as approximate).
 * :mod:`.subsampling` — amplification by subsampling (Balle, Barthe & Gaboardi 2018) and the RDP
   of sampling without replacement under replace-one adjacency (Wang, Balle & Kasiviswanathan 2019);
@@ -18,13 +27,19 @@ q (``sample_rate``), the clipped sum (ℓ2 sensitivity 1) gets N(0, σ²) noise 
 """
 from __future__ import annotations
 
-from .calibrate import calibrate_noise
+from . import without_replacement  # noqa: F401  (dplib.accounting.without_replacement)
+from ._base import Accountant
+from .calibrate import calibrate, calibrate_noise, safe_log_root
 from .composition import (advanced_composition, basic_composition, group_privacy,
                           optimal_composition_delta, optimal_composition_epsilon)
 from .gdp import clt_mu, gdp_epsilon
 from .pld import PLDAccountant, compose, subsampled_gaussian_pld
-from .rdp import (DEFAULT_ORDERS, OPACUS_ORDERS, RDPAccountant, gaussian_rdp, rdp_to_delta,
-                  rdp_to_epsilon, subsampled_gaussian_rdp)
+from .events import (ComposedEvent, DpEvent, GaussianEvent, LaplaceEvent, PoissonSampledEvent,
+                     RDPCurveEvent, SampledWithoutReplacementEvent, SelfComposedEvent, dpsgd_event)
+from .rdp import (DEFAULT_ORDERS, OPACUS_ORDERS, RDPAccountant, gaussian_rdp, laplace_rdp,
+                  rdp_to_delta, rdp_to_epsilon, subsampled_gaussian_rdp)
+from .registry import accountant_names, make_accountant, register_accountant
+from .without_replacement import wor_gaussian_epsilon, wor_gaussian_pld
 from .subsampling import (amplified_advanced_composition, amplified_delta, amplified_epsilon,
                           amplified_epsilon_bound, amplify, wor_gaussian_rdp)
 
@@ -34,5 +49,9 @@ __all__ = [
     "rdp_to_delta", "RDPAccountant", "DEFAULT_ORDERS", "OPACUS_ORDERS", "PLDAccountant",
     "subsampled_gaussian_pld", "calibrate_noise", "amplify", "amplified_epsilon",
     "amplified_delta", "amplified_epsilon_bound", "wor_gaussian_rdp", "compose", "clt_mu",
-    "gdp_epsilon", "group_privacy", "amplified_advanced_composition",
+    "gdp_epsilon", "group_privacy", "amplified_advanced_composition", "Accountant", "calibrate",
+    "safe_log_root", "DpEvent", "GaussianEvent", "LaplaceEvent", "PoissonSampledEvent",
+    "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent", "RDPCurveEvent",
+    "dpsgd_event", "laplace_rdp", "make_accountant", "register_accountant", "accountant_names",
+    "wor_gaussian_pld", "wor_gaussian_epsilon",
 ]

@@ -1,47 +1,29 @@
-"""What both accountants share: validated, chainable bookkeeping of the training history.
+"""What every accountant shares: validated, chainable bookkeeping of the events a run composed.
 
-A *phase* is ``num_steps`` applications of the Poisson-subsampled Gaussian mechanism with one
-noise multiplier σ and one sample rate q. Each step samples every record independently with
-probability q (Poisson subsampling), sums the (clipped, ℓ2-sensitivity-1) contributions and adds
-N(0, σ²·I). Neighbouring datasets differ by adding or removing one record (add/remove adjacency).
-These are the conventions of Opacus and of Google's dp-accounting (``ADD_OR_REMOVE_ONE``).
+An accountant is built with a neighbouring relation (``neighboring="add_remove"``, the default of
+Opacus and dp-accounting, or ``"replace_one"``) and consumes :mod:`dplib.accounting.events` through
+:meth:`Accountant.compose`. The flattened history (:attr:`Accountant.history`) is a list of
+:class:`~dplib.accounting.events.Step` leaves; a subclass says which leaves it can bound
+(:meth:`Accountant._check_supported`) and turns the history into (ε, δ).
+
+``.step(noise_multiplier=σ, sample_rate=q, num_steps=T)`` is sugar for composing
+:func:`~dplib.accounting.events.dpsgd_event` — T Gaussian steps with σ = noise std / clipping norm
+on batches drawn by the accountant's ``sampling`` ("poisson" by default).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from .._validate import check_int, check_probability, check_real
+from .._validate import check_choice, check_probability, check_real
+from .events import (NOISE_MULTIPLIER_RANGE, DpEvent, Step, check_noise_multiplier, dpsgd_event,
+                     flatten)
 
+__all__ = ["Accountant", "NOISE_MULTIPLIER_RANGE", "check_noise_multiplier", "check_delta",
+           "check_epsilon", "check_orders", "SAMPLINGS", "NEIGHBORINGS"]
 
-@dataclass(frozen=True)
-class Phase:
-    """``num_steps`` steps of the Poisson-subsampled Gaussian mechanism with (σ, q)."""
-
-    noise_multiplier: float
-    sample_rate: float
-    num_steps: int
-
-
-#: The noise multipliers the accountants take. Outside it σ² or 1/σ² leaves the float range
-#: (σ = 1e200 raised OverflowError, σ = 1e-200 divided by zero); the answers there would be
-#: ε = ∞ (σ → 0) or ε = 0 (σ → ∞) anyway.
-NOISE_MULTIPLIER_RANGE = (1e-100, 1e100)
-
-
-def check_noise_multiplier(value: object) -> float:
-    """σ in [1e-100, 1e100] (:data:`NOISE_MULTIPLIER_RANGE`)."""
-    low, high = NOISE_MULTIPLIER_RANGE
-    return check_real("noise_multiplier", value, low=low, high=high, low_open=False,
-                      high_open=False)
-
-
-def check_phase(noise_multiplier: object, sample_rate: object, num_steps: object) -> Phase:
-    """Validate one phase: σ ∈ [1e-100, 1e100], q ∈ (0, 1], num_steps an integer ≥ 1."""
-    return Phase(check_noise_multiplier(noise_multiplier),
-                 check_probability("sample_rate", sample_rate, low_open=True),
-                 check_int("num_steps", num_steps, low=1))
+#: The samplers and neighbouring relations the accountants understand.
+SAMPLINGS = ("poisson", "without_replacement")
+NEIGHBORINGS = ("add_remove", "replace_one")
 
 
 def check_delta(delta: object) -> float:
@@ -72,29 +54,64 @@ def check_orders(orders: object) -> np.ndarray:
 
 
 class Accountant:
-    """Base class: keeps the list of phases; subclasses turn it into (ε, δ)."""
+    """Base class: validates and records the events; subclasses turn them into (ε, δ).
 
-    def __init__(self) -> None:
-        self.history: list[Phase] = []
+    ``neighboring`` is the adjacency the guarantee is stated for; ``sampling`` is only the
+    sampler that the :meth:`step` shorthand describes (events name their own sampler)."""
+
+    def __init__(self, *, neighboring: str = "add_remove", sampling: str = "poisson") -> None:
+        self.neighboring = check_choice("neighboring", neighboring, NEIGHBORINGS)
+        self.sampling = check_choice("sampling", sampling, SAMPLINGS)
+        self.history: list[Step] = []
+        self.events: list[DpEvent] = []
+
+    def compose(self, event: DpEvent, count: int = 1) -> "Accountant":
+        """Record ``event`` (run ``count`` times); returns ``self`` so that calls chain.
+
+        Raises ``ValueError`` before recording anything if a part of the event cannot be bounded
+        by this accountant under its neighbouring relation."""
+        if isinstance(event, DpEvent) and count != 1:
+            from .events import SelfComposedEvent
+            event = SelfComposedEvent(event, count)
+        leaves = list(flatten(event))
+        for leaf in leaves:
+            self._check_supported(leaf)
+        for leaf in leaves:
+            last = self.history[-1] if self.history else None
+            if last is not None and last.same_kind(leaf):
+                self.history[-1] = Step(last.mechanism, last.noise_multiplier, last.sample_rate,
+                                        last.sampling, last.count + leaf.count, last.curve)
+            else:
+                self.history.append(leaf)
+            self._add(leaf)
+        self.events.append(event)
+        self._invalidate()
+        return self
 
     def step(self, *, noise_multiplier: float, sample_rate: float,
              num_steps: int = 1) -> "Accountant":
-        """Record ``num_steps`` steps with noise multiplier σ and Poisson sample rate q.
+        """Record ``num_steps`` DP-SGD steps: Gaussian noise with multiplier σ (noise std /
+        clipping norm, in every relation) on batches of rate q drawn by :attr:`sampling`.
 
         Returns ``self`` so that calls chain:
         ``acc.step(noise_multiplier=1.0, sample_rate=0.01, num_steps=500).get_epsilon(1e-5)``.
-        Phases with different (σ, q) compose (the history is heterogeneous).
-        """
-        phase = check_phase(noise_multiplier, sample_rate, num_steps)
-        if self.history and (self.history[-1].noise_multiplier, self.history[-1].sample_rate) == (
-                phase.noise_multiplier, phase.sample_rate):
-            last = self.history[-1]
-            phase = Phase(last.noise_multiplier, last.sample_rate, last.num_steps + phase.num_steps)
-            self.history[-1] = phase
-        else:
-            self.history.append(phase)
-        self._invalidate()
-        return self
+        Steps with different (σ, q) compose (the history is heterogeneous)."""
+        return self.compose(dpsgd_event(noise_multiplier, sample_rate, num_steps,
+                                        sampling=self.sampling))
+
+    def _check_supported(self, leaf: Step) -> None:
+        """Raise ``ValueError`` if this accountant cannot bound ``leaf`` (subclasses)."""
+        if leaf.sampling == "without_replacement" and self.neighboring != "replace_one":
+            self._refuse(leaf, "sampling without replacement keeps n fixed, so it is analysed "
+                               "under replace-one adjacency: use neighboring='replace_one'")
+
+    def _refuse(self, leaf: Step, why: str) -> None:
+        what = leaf.curve if leaf.curve is not None else leaf
+        raise ValueError(f"{type(self).__name__}(neighboring={self.neighboring!r}) cannot "
+                         f"account {what}: {why}")
+
+    def _add(self, leaf: Step) -> None:  # subclasses fold a new leaf into their state here
+        pass
 
     def _invalidate(self) -> None:  # subclasses drop their caches here
         pass
@@ -102,9 +119,11 @@ class Accountant:
     def _require_history(self) -> None:
         if not self.history:
             raise ValueError("the accountant has no steps yet: call .step(noise_multiplier=..., "
-                             "sample_rate=..., num_steps=...) first")
+                             "sample_rate=..., num_steps=...) or .compose(event) first")
 
     def __repr__(self) -> str:
-        phases = ", ".join(f"(σ={p.noise_multiplier:g}, q={p.sample_rate:g}, T={p.num_steps})"
-                           for p in self.history)
-        return f"{type(self).__name__}([{phases}])"
+        parts = ", ".join(
+            f"({p.mechanism} σ={p.noise_multiplier:g}, q={p.sample_rate:g} {p.sampling}, "
+            f"T={p.count})" if p.curve is None else f"({p.curve!r}, T={p.count})"
+            for p in self.history)
+        return f"{type(self).__name__}(neighboring={self.neighboring!r}, [{parts}])"

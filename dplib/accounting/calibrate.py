@@ -1,10 +1,15 @@
-"""Noise calibration: the smallest noise multiplier σ that meets a target (ε, δ).
+"""Noise calibration: the smallest noise scale that meets a target (ε, δ), for any accountant
+and any event.
 
-ε(σ) of the Poisson-subsampled Gaussian is decreasing in σ (more noise is a post-processing of less
-noise: N(0, σ'^2) = N(0, σ²) + N(0, σ'^2 − σ²)), so σ is found by bracketing and Brent's method in log σ
-(RDP), or — for the PLD accountant, whose evaluations are costly — from the RDP root by a cheap PLD
-proxy and a few defect-corrected secant steps (:func:`_pld_sigma`). The σ returned always satisfies
-ε(σ) ≤ target_epsilon under the chosen accountant, and lies within ``rtol`` (relative) of the root.
+:func:`calibrate` takes a function from a scale s (a noise multiplier, a noise scale) to the event
+a run with that scale describes (:mod:`dplib.accounting.events`) and an accountant (a registry
+name or a factory). ε(s) is decreasing in s for every event here (more noise is a post-processing
+of less: N(0, s'²) = N(0, s²) + N(0, s'² − s²)), so s is found by bracketing and Brent's method in
+log s (:func:`safe_log_root`) — or, for the PLD accountant on Gaussian events, whose evaluations
+are costly, from the RDP root by a cheap PLD proxy and a few defect-corrected secant steps
+(:func:`_pld_sigma`). The scale returned always satisfies ε(s) ≤ target_epsilon under the chosen
+accountant, and lies within ``rtol`` (relative) of the root. :func:`calibrate_noise` is the DP-SGD
+shorthand (σ for T steps at rate q).
 """
 from __future__ import annotations
 
@@ -14,20 +19,14 @@ from typing import Callable
 from scipy.optimize import brentq
 
 from .._validate import check_int, check_positive, check_probability, check_real
-from ._base import check_delta
+from ._base import Accountant, check_delta
+from .events import DpEvent, dpsgd_event
 from .pld import PLDAccountant
-from .rdp import RDPAccountant
+from .registry import accountant_class
 
-__all__ = ["calibrate_noise", "safe_log_root"]
+__all__ = ["calibrate", "calibrate_noise", "safe_log_root"]
 
 _SIGMA_MIN, _SIGMA_MAX = 1e-2, 1e4
-
-
-def _epsilon(sigma: float, delta: float, q: float, steps: int, accountant: str,
-             interval: float) -> float:
-    acc = (RDPAccountant() if accountant == "rdp"
-           else PLDAccountant(value_discretization_interval=interval))
-    return acc.step(noise_multiplier=sigma, sample_rate=q, num_steps=steps).get_epsilon(delta)
 
 
 def _safe_log_root(excess: Callable[[float], float], lo: float, hi: float, *,
@@ -114,8 +113,11 @@ def _proxy_root(y: Callable[[float], float], u0: float,
     return r, slope if slope < 0 else -1.0
 
 
-def _pld_sigma(eps_t: float, d: float, q: float, steps: int, h: float, rtol: float) -> float:
-    """The PLD calibration with few evaluations of the (costly) PLD accountant.
+def _pld_sigma(eps_t: float, d: float, event_of: Callable[[float], DpEvent],
+               options: dict, u_r: float, rtol: float) -> float:
+    """The PLD calibration with few evaluations of the (costly) PLD accountant, for Gaussian events
+    (``options``: the accountant's keywords; ``u_r``: log of the RDP root, or of σ_max when RDP
+    needs more).
 
     In u = log σ, y(u) = log(ε_PLD(e^u)/target) is decreasing. The RDP root u_R meets the target
     under the PLD accountant too (it reports the smaller of its bound and RDP's): y(u_R) ≤ 0.
@@ -136,20 +138,13 @@ def _pld_sigma(eps_t: float, d: float, q: float, steps: int, h: float, rtol: flo
 
     def y(u: float, kind: str = "pld") -> float:
         if u not in memo[kind]:
-            acc = PLDAccountant(value_discretization_interval=h,
-                                rdp_fallback=kind == "pld")
+            acc = PLDAccountant(**{**options, "rdp_fallback": kind == "pld"})
             if kind == "proxy":
                 acc._max_grid, acc._max_step = _PROXY_BUDGETS
-            acc.step(noise_multiplier=math.exp(u), sample_rate=q, num_steps=steps)
+            acc.compose(event_of(math.exp(u)))
             memo[kind][u] = _log_ratio(acc.get_epsilon(d), eps_t)
         return memo[kind][u]
 
-    try:
-        u_r = math.log(calibrate_noise(eps_t, d, q, steps, "rdp", rtol=rtol))
-    except ValueError:          # RDP needs σ > σ_max; the tighter PLD bound may not
-        u_r = math.log(_SIGMA_MAX)
-        if y(u_r) > 0:
-            raise
     u_p, slope = _proxy_root(lambda u: y(u, "proxy"), u_r, memo["proxy"])
     if u_p >= u_r - tol:                  # the proxy does not beat RDP: RDP's root is ours
         if y(u_r - tol) > 0:
@@ -194,14 +189,96 @@ def _pld_sigma(eps_t: float, d: float, q: float, steps: int, h: float, rtol: flo
         u = min(max(u, floor + 0.5 * width), hi - 0.5 * width)
 
 
+def _factory(accountant: object, options: dict) -> Callable[[], Accountant]:
+    """A zero-argument accountant factory from a registry name or a class/factory."""
+    if isinstance(accountant, str):
+        cls = accountant_class(accountant)
+        return lambda: cls(**options)
+    if callable(accountant):
+        return (lambda: accountant(**options)) if options else accountant
+    raise ValueError(f"accountant must be a registered name or a factory of accountants, "
+                     f"got {accountant!r}")
+
+
+def _too_large(eps_t: float, d: float, ceiling: float) -> str:
+    return (f"target_epsilon={eps_t:g} needs a noise scale > {ceiling:g} at delta={d:g}; "
+            f"allowed target_epsilon is the ε reached at that scale or more")
+
+
+def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta: float, *,
+              accountant: object = "rdp", rtol: float = 1e-4, guess: tuple[float, float] =
+              (0.5, 2.0), floor: float = _SIGMA_MIN, ceiling: float = _SIGMA_MAX,
+              **options: object) -> float:
+    """The smallest scale s (to relative tolerance ``rtol``) such that the accountant certifies
+    (target_epsilon, δ) for the event ``event_of(s)`` — for any accountant and any event.
+
+    ``accountant`` is a registry name ("rdp", "pld", …; :mod:`.registry`) built with ``options``
+    (e.g. ``neighboring="replace_one"``), or a factory of fresh accountants. ``event_of(s)`` must
+    become more private as s grows (a noise multiplier or scale). The root is bracketed from
+    ``guess`` within [floor, ceiling] and returned on the safe side (:func:`safe_log_root`):
+    ε(s) ≤ target_epsilon holds for it; ``floor`` is returned when even it meets the target, and
+    ``ValueError`` is raised when ``ceiling`` does not.
+
+    >>> from dplib.accounting.events import GaussianEvent, SelfComposedEvent
+    >>> s = calibrate(lambda s: SelfComposedEvent(GaussianEvent(s), 10), 1.0, 1e-5)
+    >>> round(s, 2)
+    12.79
+    """
+    if not callable(event_of):
+        raise ValueError(f"event_of must be a function from a scale to a DpEvent, got {event_of!r}")
+    eps_t = check_positive("target_epsilon", target_epsilon)
+    d = check_delta(delta)
+    tol = check_probability("rtol", rtol, low_open=True, high_open=True)
+    make = _factory(accountant, options)
+    if isinstance(accountant, str) and accountant_class(accountant) is PLDAccountant:
+        fast = _pld_calibration(event_of, eps_t, d, options, tol, floor, ceiling)
+        if fast is not None:
+            return fast
+    seen: dict[float, float] = {}   # brentq re-evaluates the bracket ends: remember them
+
+    def excess(s: float) -> float:
+        if s not in seen:
+            seen[s] = make().compose(event_of(s)).get_epsilon(d) - eps_t
+        return seen[s]
+
+    lo, hi = guess
+    return safe_log_root(excess, lo, hi, rtol=tol, floor=floor, ceiling=ceiling,
+                         too_large=_too_large(eps_t, d, ceiling))
+
+
+def _pld_calibration(event_of: Callable[[float], DpEvent], eps_t: float, d: float,
+                     options: dict, rtol: float, floor: float, ceiling: float) -> float | None:
+    """:func:`_pld_sigma` started from the RDP root, when the RDP accountant can bound the event
+    under the same relation and the scale range is the default one; else None (the caller then
+    searches with the PLD accountant alone)."""
+    if (floor, ceiling) != (_SIGMA_MIN, _SIGMA_MAX):
+        return None
+    rdp_options = {k: v for k, v in options.items() if k == "neighboring"}
+    try:
+        accountant_class("rdp")(**rdp_options).compose(event_of(1.0))
+    except ValueError:
+        return None                 # e.g. Poisson sampling under replace-one
+    try:
+        u_r = math.log(calibrate(event_of, eps_t, d, accountant="rdp", rtol=rtol, **rdp_options))
+    except ValueError:              # RDP needs σ > σ_max; the tighter PLD bound may not
+        u_r = math.log(_SIGMA_MAX)
+        acc = PLDAccountant(**options).compose(event_of(_SIGMA_MAX))
+        if acc.get_epsilon(d) > eps_t:
+            raise ValueError(_too_large(eps_t, d, _SIGMA_MAX)) from None
+    return _pld_sigma(eps_t, d, event_of, options, u_r, rtol)
+
+
 def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num_steps: int,
                     accountant: str = "rdp", *, rtol: float = 1e-4,
-                    value_discretization_interval: float = 1e-3) -> float:
-    """Smallest noise multiplier σ (to relative tolerance ``rtol``) such that ``num_steps`` steps of
-    the Poisson-subsampled Gaussian with rate ``sample_rate`` are (target_epsilon, δ)-DP.
+                    value_discretization_interval: float = 1e-3,
+                    neighboring: str = "add_remove", sampling: str = "poisson") -> float:
+    """Smallest noise multiplier σ (to relative tolerance ``rtol``) such that ``num_steps`` DP-SGD
+    steps at rate ``sample_rate`` are (target_epsilon, δ)-DP: :func:`calibrate` on
+    :func:`~dplib.accounting.events.dpsgd_event`.
 
-    Conventions: Poisson subsampling, add/remove adjacency, ℓ2 sensitivity 1 (σ is the noise
-    standard deviation divided by the clipping norm). ``accountant`` is "rdp"
+    Conventions: σ is the noise standard deviation divided by the clipping norm (in every
+    relation); Poisson sampling and add/remove adjacency by default (``sampling`` and
+    ``neighboring`` change them). ``accountant`` is a registry name, "rdp"
     (:class:`~dplib.accounting.RDPAccountant`) or "pld" (:class:`~dplib.accounting.PLDAccountant`,
     which gives a smaller σ for the same guarantee). The returned σ is rounded up within the
     tolerance, so ε(σ) ≤ target_epsilon holds for it (checked before returning).
@@ -216,23 +293,13 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num
     d = check_delta(delta)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     steps = check_int("num_steps", num_steps)
-    if accountant not in ("rdp", "pld"):
-        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
-    tol = check_probability("rtol", rtol, low_open=True, high_open=True)
-    h = check_positive("value_discretization_interval", value_discretization_interval)
-    if accountant == "pld":
-        return _pld_sigma(eps_t, d, q, steps, h, tol)
-
-    seen: dict[float, float] = {}   # brentq re-evaluates the bracket ends: remember them
-
-    def f(s: float) -> float:
-        if s not in seen:
-            seen[s] = _epsilon(s, d, q, steps, accountant, h) - eps_t
-        return seen[s]
-
-    # σ_min is returned when even it meets the target (e.g. a huge target ε)
-    return safe_log_root(
-        f, 0.5, 2.0, rtol=tol, floor=_SIGMA_MIN, ceiling=_SIGMA_MAX,
-        too_large=f"target_epsilon={eps_t:g} needs noise_multiplier > {_SIGMA_MAX:g} for "
-                  f"delta={d:g}, sample_rate={q:g}, num_steps={steps}; allowed target_epsilon "
-                  f"is the ε reached at that σ or more")
+    cls = accountant_class(accountant) if isinstance(accountant, str) else None
+    if cls is None:
+        raise ValueError(f"accountant must be a registered name, got {accountant!r}")
+    options: dict = {"neighboring": neighboring}
+    if cls is PLDAccountant:
+        options["value_discretization_interval"] = check_positive(
+            "value_discretization_interval", value_discretization_interval)
+    dpsgd_event(1.0, q, steps, sampling=sampling)          # validates sampling
+    return calibrate(lambda s: dpsgd_event(s, q, steps, sampling=sampling), eps_t, d,
+                     accountant=accountant, rtol=rtol, **options)

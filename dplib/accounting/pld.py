@@ -64,6 +64,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 from .._validate import check_positive, check_probability
 from ._base import Accountant, check_delta, check_epsilon, check_noise_multiplier
 from .rdp import RDPAccountant
+from .registry import register_accountant
 
 __all__ = ["DiscretePLD", "compose", "subsampled_gaussian_pld", "PLDAccountant"]
 
@@ -579,6 +580,7 @@ def _gdp_epsilon_upper(mu: float, delta: float) -> float:
     return hi
 
 
+@register_accountant("pld")
 class PLDAccountant(Accountant):
     """Privacy accountant for DP-SGD by privacy-loss distributions composed with the FFT.
 
@@ -620,22 +622,27 @@ class PLDAccountant(Accountant):
     FFT's round-off (an absolute error of about 1e-20 to 1e-15 per grid point) is added to δ as
     slack, so answers stay upper bounds but lose their tightness there (RDP then often answers).
 
-    ``neighboring="replace_one"`` accounts the same Poisson-subsampled steps under replace-one
-    adjacency instead (the pair of dp-accounting's ``NeighboringRelation.REPLACE_ONE``; see the
-    module docstring). It is the relation to use when n is treated as public; it is *not* a
-    dominating pair proven here for fixed-size sampling without replacement — for that use
-    ``RDPAccountant(sampling="without_replacement", neighboring="replace_one")``, whose
-    ``noise_multiplier`` is std/(2C), half of this accountant's std/C for the same noise.
+    ``neighboring="replace_one"`` accounts under replace-one adjacency instead (n public):
+    Poisson-sampled Gaussian steps with the pair of dp-accounting's
+    ``NeighboringRelation.REPLACE_ONE`` (module docstring), and Gaussian steps on batches of fixed
+    size drawn without replacement (:class:`~dplib.accounting.events.SampledWithoutReplacementEvent`,
+    or ``sampling="without_replacement"`` for the :meth:`step` shorthand) with the symmetric
+    dominating pair of Zhu, Dong & Wang 2022 (:func:`dplib.accounting.without_replacement.wor_gaussian_pld`).
+    ``noise_multiplier`` is noise std / C in every case (:mod:`dplib.accounting.events`). The RDP
+    fallback uses :class:`RDPAccountant` under the same relation where it can bound the history.
+    Laplace events and :class:`~dplib.accounting.events.RDPCurveEvent` raise ``ValueError``
+    (use :class:`RDPAccountant`).
     """
 
     def __init__(self, value_discretization_interval: float = 1e-3, *,
-                 neighboring: str = "add_remove", rdp_fallback: bool = True) -> None:
-        super().__init__()
+                 neighboring: str = "add_remove", rdp_fallback: bool = True,
+                 sampling: str = "poisson") -> None:
+        super().__init__(neighboring=neighboring, sampling=sampling)
         self.h = check_positive("value_discretization_interval", value_discretization_interval)
-        if neighboring not in ("add_remove", "replace_one"):
-            raise ValueError(f"neighboring must be 'add_remove' or 'replace_one', "
-                             f"got {neighboring!r}")
-        self.neighboring = neighboring
+        if sampling == "without_replacement" and neighboring != "replace_one":
+            raise ValueError("(sampling, neighboring): sampling='without_replacement' is analysed "
+                             "under neighboring='replace_one' (n is public), got "
+                             f"({sampling!r}, {neighboring!r})")
         self._directions = ("remove", "add") if neighboring == "add_remove" else ("replace",)
         self._cache: dict[tuple[str, float, float],
                           tuple[DiscretePLD, float, float, float] | None] = {}
@@ -645,13 +652,38 @@ class PLDAccountant(Accountant):
         self.used_interval: dict[str, float] = {}
         #: Which bound gave the last answer: "gaussian", "pld" or "rdp" (None before a query).
         self.route: str | None = None
-        self._rdp: RDPAccountant | None = None
+        self._rdp: RDPAccountant | bool | None = None
         # Grid budgets (points); calibrate_noise lowers them on a cheap proxy it searches with.
         self._max_grid, self._max_step = MAX_GRID_SIZE, MAX_STEP_GRID
 
     def _invalidate(self) -> None:
         self._cache = {}
         self._rdp = None
+
+    def _check_supported(self, leaf) -> None:
+        super()._check_supported(leaf)
+        if leaf.mechanism != "gaussian":
+            self._refuse(leaf, "the PLD accountant bounds Gaussian events only; use "
+                               "RDPAccountant")
+
+    def _step_pld(self, p, direction: str, h: float, tail: float) -> DiscretePLD:
+        """Pessimistic PLD of one step of history entry ``p`` in ``direction``."""
+        if p.sampling == "without_replacement":
+            from .without_replacement import wor_gaussian_pld
+            return wor_gaussian_pld(p.noise_multiplier, p.sample_rate,
+                                    value_discretization_interval=h, tail_mass=tail)
+        return subsampled_gaussian_pld(p.noise_multiplier, p.sample_rate, direction=direction,
+                                       value_discretization_interval=h, tail_mass=tail)
+
+    @staticmethod
+    def _step_shape(p, direction: str, tail: float) -> tuple[float, tuple[float, float]]:
+        """(Var(L)/E|L|, loss range) of one step: the symmetric pair of a fixed-size batch spans
+        ±(the top loss of its pair (A, B), the remove pair at σ/2)."""
+        if p.sampling == "without_replacement" and p.sample_rate < 1.0:
+            top = _loss_range(p.noise_multiplier / 2, p.sample_rate, "remove", tail)[1]
+            return loss_scale(p.noise_multiplier / 2, p.sample_rate, "remove"), (-top, top)
+        return (loss_scale(p.noise_multiplier, p.sample_rate, direction),
+                _loss_range(p.noise_multiplier, p.sample_rate, direction, tail))
 
     def _gaussian_mu(self) -> float | None:
         """μ of the composed Gaussian when every phase has q = 1, else None."""
@@ -667,10 +699,9 @@ class PLDAccountant(Accountant):
         h = self.h
         span = reach = 0.0
         for p, tail in zip(self.history, tails):
-            scale = loss_scale(p.noise_multiplier, p.sample_rate, direction)
+            scale, (bottom, top) = self._step_shape(p, direction, tail)
             if scale > 0:
                 h = min(h, _H_FRACTION * scale)
-            bottom, top = _loss_range(p.noise_multiplier, p.sample_rate, direction, tail)
             span += top - bottom
             # Losses carry a relative round-off of ~1e-16: a finer grid means nothing (and its
             # indices would overflow when the loss range is a single point, as for σ = 0.03).
@@ -686,10 +717,7 @@ class PLDAccountant(Accountant):
         tails = [step_tail / (len(counts) * c) for c in counts]   # Σ T_k·tail_k = step_tail
         h = self._interval(direction, tails)
         for _ in range(6):
-            plds = [subsampled_gaussian_pld(p.noise_multiplier, p.sample_rate,
-                                            direction=direction,
-                                            value_discretization_interval=h, tail_mass=t)
-                    for p, t in zip(self.history, tails)]
+            plds = [self._step_pld(p, direction, h, t) for p, t in zip(self.history, tails)]
             win = _window(plds, counts, tail_mass, self._max_grid)
             if win[1] - win[0] < self._max_grid:
                 break
@@ -727,16 +755,19 @@ class PLDAccountant(Accountant):
         return self._cache[key]
 
     def _rdp_bound(self) -> RDPAccountant | None:
-        """The RDP accountant of the same history (add/remove only), the fallback bound."""
-        if not self.rdp_fallback or self.neighboring != "add_remove":
+        """The RDP accountant of the same events under the same relation — the fallback bound —
+        or None when it is switched off or cannot bound the history."""
+        if not self.rdp_fallback:
             return None
         if self._rdp is None:
-            acc = RDPAccountant()
-            for p in self.history:
-                acc.step(noise_multiplier=p.noise_multiplier, sample_rate=p.sample_rate,
-                         num_steps=p.num_steps)
+            acc = RDPAccountant(neighboring=self.neighboring)
+            try:
+                for event in self.events:
+                    acc.compose(event)
+            except ValueError:           # e.g. Poisson sampling under replace-one
+                acc = False
             self._rdp = acc
-        return self._rdp
+        return self._rdp or None
 
     @staticmethod
     def _tails(delta: float) -> tuple[float, float]:

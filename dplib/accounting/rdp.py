@@ -31,13 +31,14 @@ import math
 import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
-from .._validate import check_choice, check_int, check_probability
+from .._validate import check_choice, check_probability
 from ._base import (Accountant, check_delta, check_epsilon, check_noise_multiplier,
                     check_orders)
+from .registry import register_accountant
 from .subsampling import wor_gaussian_rdp
 
 __all__ = [
-    "DEFAULT_ORDERS", "OPACUS_ORDERS", "gaussian_rdp", "subsampled_gaussian_rdp",
+    "DEFAULT_ORDERS", "OPACUS_ORDERS", "gaussian_rdp", "laplace_rdp", "subsampled_gaussian_rdp",
     "rdp_to_epsilon", "rdp_to_delta", "RDPAccountant",
 ]
 
@@ -64,6 +65,21 @@ def gaussian_rdp(orders: object, noise_multiplier: float) -> np.ndarray:
     alpha = check_orders(orders)
     sigma = check_noise_multiplier(noise_multiplier)
     return alpha / (2.0 * sigma**2)
+
+
+def laplace_rdp(orders: object, noise_multiplier: float) -> np.ndarray:
+    """RDP of the Laplace mechanism with ℓ1 sensitivity 1 and scale b = σ (Mironov 2017, Prop. 6):
+
+        r(α) = 1/(α−1) · log( α/(2α−1) · e^{(α−1)/b} + (α−1)/(2α−1) · e^{−α/b} ),
+
+    summed in log space (no overflow for b ≪ 1). It tends to 1/b = ε of the Laplace mechanism as
+    α → ∞. Vectorised over ``orders``.
+    """
+    alpha = check_orders(orders)
+    b = check_noise_multiplier(noise_multiplier)
+    log_sum = np.logaddexp(np.log(alpha / (2 * alpha - 1)) + (alpha - 1) / b,
+                           np.log((alpha - 1) / (2 * alpha - 1)) - alpha / b)
+    return np.maximum(log_sum / (alpha - 1), 0.0)
 
 
 def _log_a_integer(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
@@ -301,61 +317,83 @@ def rdp_to_delta(orders: object, rdp: object, epsilon: float, *,
     return delta, float(alpha[k])
 
 
+@register_accountant("rdp")
 class RDPAccountant(Accountant):
-    """Privacy accountant for DP-SGD by Rényi DP (Mironov 2017; Mironov, Talwar & Zhang 2019).
+    """Privacy accountant by Rényi DP (Mironov 2017; Mironov, Talwar & Zhang 2019): the RDP of every
+    event adds up per order (Mironov 2017, Prop. 1) and is converted to (ε, δ) at the end.
 
-    Conventions: Poisson subsampling with rate q, Gaussian noise with multiplier σ (std / ℓ2
-    sensitivity), add/remove-one adjacency — the same as Opacus' ``RDPAccountant`` and
-    dp-accounting's ``RdpAccountant``. Heterogeneous histories compose: RDP adds per order.
+    Defaults: Poisson subsampling (for the :meth:`step` shorthand), add/remove-one adjacency — the
+    conventions of Opacus' ``RDPAccountant`` and dp-accounting's ``RdpAccountant``.
 
     >>> acc = RDPAccountant().step(noise_multiplier=1.1, sample_rate=256/60000, num_steps=14062)
     >>> round(acc.get_epsilon(1e-5), 2)
     2.6
+
+    What it bounds (σ = noise scale / clipping norm C in every case, :mod:`.events`):
+
+    * Gaussian on a Poisson sample, add/remove: :func:`subsampled_gaussian_rdp` (MTZ 2019);
+    * Gaussian on every record (q = 1): :func:`gaussian_rdp` with sensitivity C (add/remove) or
+      2C (replace-one, σ/2 internally);
+    * Gaussian on a batch of fixed size drawn without replacement, replace-one: Wang, Balle &
+      Kasiviswanathan 2019, Thm 27 (:func:`dplib.accounting.subsampling.wor_gaussian_rdp`, which
+      takes the noise relative to the replace-one sensitivity 2C: σ/2 is passed to it here);
+    * Laplace on every record: :func:`laplace_rdp` (sensitivity C or 2C likewise);
+    * any :class:`~dplib.accounting.events.RDPCurveEvent` (its own curve).
+
+    Anything else (Poisson sampling under replace-one, subsampled Laplace) raises ``ValueError``
+    naming the event; :class:`~dplib.accounting.PLDAccountant` bounds the Poisson replace-one case.
 
     Parameters
     ----------
     orders : the grid of orders α over which the conversion minimises (default
         :data:`DEFAULT_ORDERS`; pass :data:`OPACUS_ORDERS` to reproduce Opacus exactly).
     conversion : "improved" (CKS 2020 Prop. 12, default) or "classic" (Mironov 2017 Prop. 3).
-    sampling, neighboring : the sampler and adjacency the steps are accounted under. The default
-        ("poisson", "add_remove") is the analysis above. ("without_replacement", "replace_one")
-        accounts batches of fixed size m drawn without replacement from n records, with
-        ``sample_rate`` = m/n, by Wang, Balle & Kasiviswanathan 2019, Thm 27
-        (:func:`dplib.accounting.subsampling.wor_gaussian_rdp`; dp-accounting's
-        ``SampledWithoutReplacementDpEvent``). Other combinations raise ``ValueError``.
-        Units under ("without_replacement", "replace_one"): σ = noise std / ℓ2 sensitivity of the
-        released sum under replace-one (2C for a clipped sum with clipping norm C), i.e.
-        ``noise_multiplier`` = s/(2C) for noise std s. ``PLDAccountant(neighboring="replace_one")``
-        uses a different unit, σ = noise std / C (the 2C sensitivity is built in), so the same run
-        is s/(2C) here and s/C there.
+    neighboring : "add_remove" (default) or "replace_one".
+    sampling : the sampler the :meth:`step` shorthand describes: "poisson" (default) or
+        "without_replacement" (needs ``neighboring="replace_one"``).
     """
 
     def __init__(self, orders: object = None, conversion: str = "improved", *,
                  sampling: str = "poisson", neighboring: str = "add_remove") -> None:
-        super().__init__()
-        supported = (("poisson", "add_remove"), ("without_replacement", "replace_one"))
-        if (sampling, neighboring) not in supported:
-            raise ValueError(f"(sampling, neighboring) must be one of {list(supported)}, "
-                             f"got ({sampling!r}, {neighboring!r})")
-        self.sampling, self.neighboring = sampling, neighboring
+        super().__init__(neighboring=neighboring, sampling=sampling)
+        if sampling == "without_replacement" and neighboring != "replace_one":
+            raise ValueError("(sampling, neighboring): sampling='without_replacement' is analysed "
+                             "under neighboring='replace_one' (n is public), got "
+                             f"({sampling!r}, {neighboring!r})")
         self.orders = check_orders(DEFAULT_ORDERS if orders is None else orders)
         if conversion not in ("improved", "classic"):
             raise ValueError(f"conversion must be 'improved' or 'classic', got {conversion!r}")
         self.conversion = conversion
         self._rdp = np.zeros_like(self.orders)
 
-    def step(self, *, noise_multiplier: float, sample_rate: float,
-             num_steps: int = 1) -> "RDPAccountant":
-        super().step(noise_multiplier=noise_multiplier, sample_rate=sample_rate,
-                     num_steps=num_steps)
-        ph = self.history[-1]
-        # RDP composes additively (Mironov 2017, Prop. 1): T steps cost T·r(α).
-        if self.sampling == "poisson":
-            per_step = subsampled_gaussian_rdp(self.orders, ph.noise_multiplier, ph.sample_rate)
-        else:
-            per_step = wor_gaussian_rdp(self.orders, ph.noise_multiplier, ph.sample_rate)
-        self._rdp = self._rdp + check_int("num_steps", num_steps) * per_step
-        return self
+    def _check_supported(self, leaf) -> None:
+        super()._check_supported(leaf)
+        if leaf.sample_rate < 1.0 and leaf.mechanism == "laplace":
+            self._refuse(leaf, "no Rényi bound for the subsampled Laplace mechanism here")
+        if (leaf.sample_rate < 1.0 and leaf.sampling == "poisson"
+                and self.neighboring == "replace_one"):
+            self._refuse(leaf, "no Rényi bound for Poisson sampling under replace-one here; "
+                               "use PLDAccountant(neighboring='replace_one')")
+
+    def step_rdp(self, leaf) -> np.ndarray:
+        """RDP of one run of a flattened event (:class:`~dplib.accounting.events.Step`) at
+        :attr:`orders`, under this accountant's relation."""
+        if leaf.curve is not None:
+            return np.asarray(leaf.curve.rdp(self.orders, self.neighboring), dtype=float)
+        # replace-one moves a clipped sum by up to 2C: noise σC is multiplier σ/2 for
+        # sensitivity 2C
+        sigma = leaf.noise_multiplier / (2.0 if self.neighboring == "replace_one" else 1.0)
+        if leaf.mechanism == "laplace":
+            return laplace_rdp(self.orders, sigma)
+        if leaf.sample_rate == 1.0:
+            return gaussian_rdp(self.orders, sigma)
+        if leaf.sampling == "poisson":
+            return subsampled_gaussian_rdp(self.orders, sigma, leaf.sample_rate)
+        return wor_gaussian_rdp(self.orders, sigma, leaf.sample_rate)
+
+    def _add(self, leaf) -> None:
+        # RDP composes additively (Mironov 2017, Prop. 1): T runs cost T·r(α).
+        self._rdp = self._rdp + leaf.count * self.step_rdp(leaf)
 
     @property
     def rdp(self) -> np.ndarray:

@@ -22,21 +22,14 @@ per-order analyses are:
   Thm 27 with Cor. 10 for fractional orders) — the analysis behind dp-accounting's
   ``SampledWithoutReplacementDpEvent``;
 * Poisson, replace-one: ``PLDAccountant(neighboring="replace_one")`` (the pair of dp-accounting's
-  ``NeighboringRelation.REPLACE_ONE``).
+  ``NeighboringRelation.REPLACE_ONE``);
+* without replacement, replace-one, tighter: the PLD of the dominating pair of Zhu, Dong & Wang
+  2022 (:mod:`dplib.accounting.without_replacement`), composed by ``PLDAccountant``.
 
-**Units of** ``noise_multiplier`` **under replace-one differ between these two accountants.** For
-a clipped sum (clipping norm C) with Gaussian noise of standard deviation s:
-
-* :func:`wor_gaussian_rdp` / ``RDPAccountant(sampling="without_replacement",
-  neighboring="replace_one")``: σ = noise std / ℓ2 sensitivity of the released sum under
-  replace-one (2C for a clipped sum), i.e. σ = s/(2C). The base mechanism is N(0, σ²) vs
-  N(1, σ²), ε(α) = α/(2σ²) (WBK 2019, Thm 27).
-* ``PLDAccountant(neighboring="replace_one")``: σ = noise std / C (the 2C sensitivity is built
-  in: its pair is N(+1, σ²) vs N(−1, σ²)), i.e. σ = s/C.
-
-So the same DP-SGD run is passed as ``noise_multiplier=s/(2C)`` to the first and ``s/C`` to the
-second. At q = 1 both then describe one Gaussian with μ = 2C√T/s (the tests check this against the
-exact Gaussian-DP curve); passing s/C to the RDP one would report roughly half the true ε.
+**Units.** The accountants take ``noise_multiplier`` = noise std / C (clipping norm) for every
+sampler and relation (:mod:`dplib.accounting.events`) and convert internally. The formula
+:func:`wor_gaussian_rdp` below is WBK's statement for a base mechanism N(0, σ²) vs N(1, σ²), i.e.
+σ = noise std / (replace-one sensitivity 2C); ``RDPAccountant`` passes it σ/2.
 """
 from __future__ import annotations
 
@@ -51,11 +44,7 @@ from .._validate import check_int, check_positive, check_probability, check_real
 from ._base import check_noise_multiplier, check_orders
 
 __all__ = ["amplified_epsilon", "amplified_delta", "amplify", "amplified_epsilon_bound",
-           "wor_gaussian_rdp", "amplified_advanced_composition", "SAMPLINGS", "NEIGHBORINGS"]
-
-#: The samplers and neighbouring relations the accountants understand.
-SAMPLINGS = ("poisson", "without_replacement")
-NEIGHBORINGS = ("add_remove", "replace_one")
+           "wor_gaussian_rdp", "amplified_advanced_composition"]
 
 #: Orders above this use only the second branch of each min in WBK 2019 Thm 27 (a valid, looser
 #: bound that needs no forward differences) — the same cut-off as dp-accounting.
@@ -183,11 +172,11 @@ def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float
     between ⌊α⌋ and ⌈α⌉, an upper bound because it is convex in α (WBK 2019, Cor. 10). γ = 1 is
     the plain Gaussian α/(2σ²) (Mironov 2017, Prop. 7).
 
-    Units: σ = ``noise_multiplier`` = noise std / ℓ2 sensitivity of the released sum under
-    replace-one (2C for a clipped sum with clipping norm C), i.e. σ = s/(2C) for noise std s — the
-    base mechanism is N(0, σ²) vs N(1, σ²). This is *not* the unit of
-    ``PLDAccountant(neighboring="replace_one")``, whose σ = noise std / C (the 2C sensitivity is
-    built in); see the module docstring.
+    Units (of this formula, not of the accountants): σ = ``noise_multiplier`` = noise std / ℓ2
+    sensitivity of the released sum under replace-one (2C for a clipped sum with clipping norm C),
+    i.e. σ = s/(2C) for noise std s — the base mechanism is N(0, σ²) vs N(1, σ²).
+    ``RDPAccountant(neighboring="replace_one")`` takes s/C like every accountant and passes half
+    of it here.
     """
     alpha = check_orders(orders)
     sigma = check_noise_multiplier(noise_multiplier)

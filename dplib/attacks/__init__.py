@@ -1,8 +1,10 @@
-"""Attacks on privacy: linkage (chapter 1); membership inference joins here later."""
-from .audit import (AuditResult, CanaryAuditResult, MechanismAudit, audit_from_samples,
-                    canary_loss, clopper_pearson, dpsgd_canary_audit, dpsgd_canary_runs,
-                    epsilon_lower_bound, epsilon_lower_bound_from_counts,
-                    max_certifiable_epsilon, mechanism_audits)
+"""Attacks on privacy and audits of DP: linkage (chapter 1); auditing (``audit_stats``: the
+bounds, ``catalogue``: audits of every mechanism, ``canary``: the DP-SGD canary audit);
+membership inference (chapter 9)."""
+from .audit_stats import (AuditResult, audit_from_samples, clopper_pearson, epsilon_lower_bound,
+                          epsilon_lower_bound_from_counts, max_certifiable_epsilon)
+from .canary import CanaryAuditResult, canary_loss, dpsgd_canary_audit, dpsgd_canary_runs
+from .catalogue import MechanismAudit, mechanism_audits
 from .linkage import combined_key, link_records, uniqueness_rate
 
 __all__ = ["combined_key", "link_records", "uniqueness_rate"]

@@ -13,11 +13,11 @@ lives here once.
   threshold (Yeom et al. 2018), the shadow-model classifier (Shokri et al. 2017) and LiRA online
   / offline, with per-example or fixed variance (Carlini et al. 2022). It returns the scores and
   the true membership, pooled over the targets.
-* :func:`canary_audit` is a proper audit in the sense of :mod:`dplib.attacks.audit`: the SAME
-  training set D with and without one planted canary record, many independent training runs of
-  each, the canary's score in every run as one i.i.d. trial (Jagielski et al. 2020; Nasr et al.
-  2021), turned into an ε lower bound with Clopper–Pearson confidence by
-  :func:`dplib.attacks.audit.audit_from_samples`.
+* :func:`canary_audit` is a proper audit in the sense of :mod:`dplib.attacks.audit_stats`: the
+  SAME training set D with and without one planted canary record, many independent training runs
+  of each, the canary's score in every run as one i.i.d. trial (Jagielski et al. 2020; Nasr et
+  al. 2021), turned into an ε lower bound with Clopper–Pearson confidence by
+  :func:`dplib.attacks.audit_stats.audit_from_samples`.
 
 Adjacency. A target trains on exactly half the pool, so for an example x "in" versus "out" is
 x against another record in its place: replace-one, not add/remove. The accountant of the
@@ -199,13 +199,13 @@ def run_attacks(pop: Population, attacks=ATTACKS, *, shadow_classifier: str = "l
 def population_epsilon_lower_bound(scores, membership, *, delta: float = 0.0,
                                    confidence: float = 0.95, rng=0):
     """ε lower bound from pooled (target, example) trials via
-    :func:`dplib.attacks.audit.audit_from_samples` (threshold chosen on a random half of the
-    members and non-members, counted on the other half).
+    :func:`dplib.attacks.audit_stats.audit_from_samples` (threshold chosen on a random half of
+    the members and non-members, counted on the other half).
 
     NOMINAL confidence only: the trials share target models (module docstring). Returns the
-    :class:`~dplib.attacks.audit.AuditResult`.
+    :class:`~dplib.attacks.audit_stats.AuditResult`.
     """
-    from .audit import audit_from_samples
+    from .audit_stats import audit_from_samples
     lab = check_membership_labels(membership, name="membership")
     s = check_scores(scores, lab.size)
     gen = as_generator(rng)
@@ -234,8 +234,8 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
 
     Trains ``runs`` models on D' and ``runs`` on D (all in one batched call; every model has its
     own initialisation, batches and noise), scores the canary in each by its logit-scaled
-    confidence, and returns :func:`~dplib.attacks.audit.audit_from_samples` on the two samples
-    (δ = the recipe's δ). Each run is an independent trial of the mechanism on a fixed pair of
+    confidence, and returns :func:`~dplib.attacks.audit_stats.audit_from_samples` on the two
+    samples (δ = the recipe's δ). Each run is an independent trial of the mechanism on a fixed pair of
     neighbours, exactly the setting of the Clopper–Pearson audit (Jagielski et al. 2020, Alg. 2).
     ``seed=None`` draws 48 fresh bits (recorded); pass a seed to reproduce an audit.
     """
@@ -266,7 +266,7 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
                               **kw)
     logits = bm.logits(cx)[:, 0, :]
     phi = score_examples(logits, np.full(2 * r, cy), "logit")
-    from .audit import audit_from_samples
+    from .audit_stats import audit_from_samples
     res = audit_from_samples(phi[:r], phi[r:], delta=bm.delta, confidence=confidence)
     return CanaryAudit(audit=res, scores_in=phi[:r], scores_out=phi[r:], epsilon=bm.epsilon,
                        delta=bm.delta, seed=seed)

@@ -191,8 +191,8 @@ def _default_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 def _as_xy(X, y) -> tuple[torch.Tensor, torch.Tensor]:
     """(X, y) as tensors, checked and typed exactly as :func:`dplib.training.train` does."""
-    from ..training.trainer import _as_tensors
-    return _as_tensors((X, y), "(X, y)")
+    from ..training.trainer import as_tensors
+    return as_tensors((X, y), "(X, y)")
 
 
 def _check_models(models) -> list[nn.Module]:
@@ -251,6 +251,7 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     from ..device import as_device
     from ..samplers import poisson_batches
     from ..training.grads import clip_factors
+    from ..training.engine import GaussianPrivatizer, dpsgd_loop
     from ..training.trainer import check_run_settings
 
     models = _check_models(models)
@@ -292,8 +293,6 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     else:
         denom = torch.full((M,), check_positive("expected_batch_size", expected_batch_size),
                            dtype=torch.float32, device=dev)
-    private = sigma > 0
-    std = sigma * c if private else 0.0
     gens = [torch.Generator(device="cpu").manual_seed(s) for s in seeds]
 
     def one_loss(p, b, xi, yi):
@@ -322,28 +321,28 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     else:
         step_fn = vmap(clipped_sum if math.isfinite(c) else plain_sum, chunk_size=chunk_size)
     state = {k: {} for k in params}
-    for t in range(T):
+
+    def private_sum(t: int) -> tuple[dict, dict]:
         sizes = [len(batches[m][t]) for m in range(M)]
         bmax = max(sizes)
-        if bmax > 0:
-            idx = np.zeros((M, bmax), dtype=np.int64)
-            w = np.zeros((M, bmax), dtype=np.float32)
-            for m in range(M):
-                idx[m, :sizes[m]] = members[m][batches[m][t]]
-                w[m, :sizes[m]] = 1.0
-            ii = torch.from_numpy(idx).to(dev)
-            total = step_fn(params, buffers, x_dev[ii], y_dev[ii], torch.from_numpy(w).to(dev))
-        else:
-            total = {k: torch.zeros_like(v) for k, v in params.items()}
+        if bmax == 0:
+            return {k: torch.zeros_like(v) for k, v in params.items()}, {}
+        idx = np.zeros((M, bmax), dtype=np.int64)
+        w = np.zeros((M, bmax), dtype=np.float32)
+        for m in range(M):
+            idx[m, :sizes[m]] = members[m][batches[m][t]]
+            w[m, :sizes[m]] = 1.0
+        ii = torch.from_numpy(idx).to(dev)
+        return step_fn(params, buffers, x_dev[ii], y_dev[ii], torch.from_numpy(w).to(dev)), {}
+
+    def update(grads: dict, t: int) -> None:
         with torch.no_grad():
             for k, p in params.items():
-                g = total[k]
-                if private:
-                    z = torch.stack([torch.randn(p.shape[1:], generator=gens[m],
-                                                 dtype=p.dtype) for m in range(M)])
-                    g = g + std * z.to(dev)
-                g = g / denom.view(-1, *([1] * (g.dim() - 1)))
-                _update(p, g, state[k], optimizer, lr, mom, wd, betas, t + 1)
+                _update(p, grads[k], state[k], optimizer, lr, mom, wd, betas, t)
+
+    # the one DP-SGD loop (dplib.training.engine) over the model stack: model m's noise comes
+    # from its own generator, so it does not depend on the other models in the stack
+    dpsgd_loop(range(T), private_sum, GaussianPrivatizer(sigma, c), gens, denom, update)
     return BatchedModels(template=template, params=params, buffers=buffers, masks=mk,
                          seeds=seeds, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
                          epsilon=eps, max_grad_norm=c, device=dev)

@@ -49,14 +49,13 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from .._validate import check_choice, check_int, check_positive, check_probability
-from ..accounting import rdp_to_delta, rdp_to_epsilon
-from ..accounting.calibrate import _safe_log_root
-from .moments import (_check_noise, _check_orders_int, check_monotone, gaussian_log_moments,
+from ..accounting import RDPAccountant, RDPCurveEvent, SelfComposedEvent, calibrate
+from .moments import (check_noise, check_orders_int, check_monotone, gaussian_log_moments,
                       laplace_log_moments, log_moments, moment_table)
 from .noise import GaussianNoise, LaplaceNoise, NoiseDistribution
 
 __all__ = ["INTEGER_ORDERS", "code_log_moments", "lemma4_rdp", "codebook_rdp",
-           "EncodingAccountant", "encoding_epsilon", "calibrate_noise_scale"]
+           "EncodedStepEvent", "EncodingAccountant", "encoding_epsilon", "calibrate_noise_scale"]
 
 #: Integer orders 2…64: Lemma 4 is stated for integer α only.
 INTEGER_ORDERS: np.ndarray = np.arange(2, 65, dtype=float)
@@ -98,8 +97,8 @@ def code_log_moments(codebook: object, noise: NoiseDistribution, orders: object,
     else table.
     """
     codes = _as_codes(codebook)
-    noise = _check_noise(noise)
-    k_all = np.arange(0, int(_check_orders_int(orders, low=2).max()) + 1, dtype=float)
+    noise = check_noise(noise)
+    k_all = np.arange(0, int(check_orders_int(orders, low=2).max()) + 1, dtype=float)
     check_choice("method", method, _METHODS)
     if method == "auto":
         method = "exact" if np.unique(codes).size <= 64 else "table"
@@ -175,7 +174,7 @@ def lemma4_rdp(orders: object, sample_rate: float, code_vector: object,
 
     Returns one RDP value per order.
     """
-    alpha = _check_orders_int(orders, low=2)
+    alpha = check_orders_int(orders, low=2)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     codes = _as_codes(code_vector, "code_vector")
     if codes.shape[0] != 1:
@@ -192,7 +191,7 @@ def codebook_rdp(orders: object, sample_rate: float, codebook: object,
 
     With ``return_argmax`` also returns, per order, the index of the code vector attaining it.
     """
-    alpha = _check_orders_int(orders, low=2)
+    alpha = check_orders_int(orders, low=2)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     L = code_log_moments(codebook, noise, alpha, method=method)
     r = _rdp_from_moments(alpha, q, L)
@@ -201,8 +200,44 @@ def codebook_rdp(orders: object, sample_rate: float, codebook: object,
     return (out, best) if return_argmax else out
 
 
-class EncodingAccountant:
-    """Theorem 1: RDP of Algorithm 1 over T steps = Σ_t per-step RDP (Lemma 5), then (ε, δ).
+class EncodedStepEvent(RDPCurveEvent):
+    """One step of Algorithm 1 as an accounting event: a Poisson sample at rate q, each record's
+    gradient encoded by ``codes`` (micro-batches of size 1), summed, plus i.i.d. ``noise``.
+
+    Its curve is Lemma 5 (:func:`codebook_rdp`) under add/remove adjacency, at integer orders:
+    a fractional order α is bounded by ⌈α⌉ (Rényi divergence is non-decreasing in the order;
+    van Erven & Harremoës 2014, Thm 3). Replace-one is not analysed by the paper: refused."""
+
+    def __init__(self, codes: np.ndarray, noise: NoiseDistribution, sample_rate: float, *,
+                 method: str = "auto", cache: dict | None = None) -> None:
+        self.codes = _as_codes(codes)
+        self.noise = check_noise(noise)
+        self.sample_rate = check_probability("sample_rate", sample_rate, low_open=True)
+        self.method = check_choice("method", method, _METHODS)
+        self._cache = {} if cache is None else cache
+
+    def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
+        if neighboring != "add_remove":
+            raise ValueError(f"neighboring must be 'add_remove' for the gradient encoding "
+                             f"(Nasr et al. 2020, Lemma 4), got {neighboring!r}")
+        whole = np.ceil(np.asarray(orders, dtype=float))
+        key = (self.noise.key, self.noise.scale, self.sample_rate, self.method,
+               tuple(np.unique(whole).tolist()))
+        if key not in self._cache:
+            self._cache[key] = codebook_rdp(np.unique(whole).astype(int), self.sample_rate,
+                                            self.codes, self.noise, method=self.method)
+        ints = np.unique(whole)
+        return self._cache[key][np.searchsorted(ints, whole)]
+
+    def __repr__(self) -> str:
+        return (f"EncodedStepEvent({len(self.codes)} codes, {self.noise!r}, "
+                f"q={self.sample_rate:g})")
+
+
+class EncodingAccountant(RDPAccountant):
+    """Theorem 1: RDP of Algorithm 1 over T steps = Σ_t per-step RDP (Lemma 5), then (ε, δ) — an
+    :class:`~dplib.accounting.RDPAccountant` over integer orders composing
+    :class:`EncodedStepEvent` (it composes any other event of that accountant as well).
 
     >>> acc = EncodingAccountant(codebook).step(noise=StudentTNoise(9, 1.0),
     ...                                         sample_rate=0.01, num_steps=1000)
@@ -216,47 +251,25 @@ class EncodingAccountant:
     def __init__(self, codebook: object, orders: object = None, *, conversion: str = "improved",
                  method: str = "auto") -> None:
         self.codes = _as_codes(codebook)
-        self.orders = _check_orders_int(INTEGER_ORDERS if orders is None else orders, low=2)
-        check_choice("conversion", conversion, ("improved", "classic"))
+        ints = check_orders_int(INTEGER_ORDERS if orders is None else orders, low=2)
+        super().__init__(ints.astype(float), conversion)
         check_choice("method", method, _METHODS)
-        self.conversion, self.method = conversion, method
-        self._rdp = np.zeros_like(self.orders)
-        self.history: list[tuple[NoiseDistribution, float, int]] = []
+        self.method = method
         self._cache: dict = {}
+
+    def event(self, noise: NoiseDistribution, sample_rate: float) -> EncodedStepEvent:
+        """One step with ``noise`` at rate q on this accountant's code book."""
+        return EncodedStepEvent(self.codes, noise, sample_rate, method=self.method,
+                                cache=self._cache)
 
     def per_step_rdp(self, noise: NoiseDistribution, sample_rate: float) -> np.ndarray:
         """RDP of one step (Lemma 5) at every order of the accountant."""
-        noise = _check_noise(noise)
-        q = check_probability("sample_rate", sample_rate, low_open=True)
-        key = (noise.key, noise.scale, q)
-        if key not in self._cache:
-            self._cache[key] = codebook_rdp(self.orders, q, self.codes, noise,
-                                            method=self.method)
-        return self._cache[key]
+        return self.event(noise, sample_rate).rdp(self.orders, self.neighboring)
 
     def step(self, *, noise: NoiseDistribution, sample_rate: float,
              num_steps: int = 1) -> "EncodingAccountant":
         t = check_int("num_steps", num_steps, low=1)
-        self._rdp = self._rdp + t * self.per_step_rdp(noise, sample_rate)
-        self.history.append((noise, float(sample_rate), t))
-        return self
-
-    @property
-    def rdp(self) -> np.ndarray:
-        return self._rdp.copy()
-
-    def _require(self):
-        if not self.history:
-            raise ValueError("the accountant has no steps yet: call .step(noise=..., "
-                             "sample_rate=..., num_steps=...) first")
-
-    def get_epsilon(self, delta: float) -> float:
-        self._require()
-        return rdp_to_epsilon(self.orders, self._rdp, delta, method=self.conversion)[0]
-
-    def get_delta(self, epsilon: float) -> float:
-        self._require()
-        return rdp_to_delta(self.orders, self._rdp, epsilon, method=self.conversion)[0]
+        return self.compose(SelfComposedEvent(self.event(noise, sample_rate), t))
 
 
 def encoding_epsilon(codebook: object, noise: NoiseDistribution, sample_rate: float,
@@ -275,18 +288,27 @@ def calibrate_noise_scale(noise: NoiseDistribution, target_epsilon: float, delta
     """The noise of ``noise``'s family with the smallest scale (to relative precision ``rtol``)
     that makes T steps of Algorithm 1 (target_epsilon, δ)-DP: ε decreases with the scale, the
     root is found in log scale and returned on the safe side, so ε ≤ target_epsilon holds."""
-    noise = _check_noise(noise)
+    noise = check_noise(noise)
     eps = check_positive("target_epsilon", target_epsilon)
     codes = _as_codes(codebook)
 
-    tol = check_probability("rtol", rtol, low_open=True, high_open=True)
-
-    def f(s):
-        return encoding_epsilon(codes, noise.with_scale(s), sample_rate, num_steps, delta,
-                                orders=orders, conversion=conversion, method=method) - eps
     lo = check_positive("bracket[0]", bracket[0])
     hi = check_positive("bracket[1]", bracket[1])
-    if f(lo) <= 0 or f(hi) > 0:
+
+    def accountant() -> EncodingAccountant:
+        return EncodingAccountant(codes, orders, conversion=conversion, method=method)
+
+    def event_of(s: float) -> SelfComposedEvent:
+        return SelfComposedEvent(EncodedStepEvent(codes, noise.with_scale(s), sample_rate,
+                                                  method=method), num_steps)
+    try:
+        scale = calibrate(event_of, eps, delta, accountant=accountant, rtol=rtol,
+                          guess=(lo, hi), floor=lo, ceiling=hi)
+    except ValueError as err:
+        if "needs a noise scale" not in str(err):
+            raise
+        scale = None
+    if scale is None or scale <= lo:
         raise ValueError(f"target_epsilon={eps:g} is not reached for scales in {bracket}; "
                          "widen bracket")
-    return noise.with_scale(_safe_log_root(f, lo, hi, rtol=tol))
+    return noise.with_scale(scale)

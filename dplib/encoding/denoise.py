@@ -23,7 +23,7 @@ the learning rate of each variant.
 """
 from __future__ import annotations
 
-from .moments import _check_noise
+from .moments import check_noise
 from .noise import NoiseDistribution
 
 __all__ = ["ks_distance", "ks_denoise"]
@@ -44,7 +44,7 @@ def ks_distance(values, noise: NoiseDistribution):
     (the two-sided Kolmogorov–Smirnov statistic, as ``scipy.stats.kstest``). Torch in, torch out
     (one value per row; a 0-dim tensor for a vector)."""
     import torch
-    noise = _check_noise(noise)
+    noise = check_noise(noise)
     _check_values("values", values)
     v, _ = torch.sort(values.double(), dim=-1)
     d = v.shape[-1]

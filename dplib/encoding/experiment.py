@@ -23,6 +23,7 @@ from typing import Callable
 import numpy as np
 
 from .._validate import check_int, check_positive
+from ..tables import format_table as tables_format
 from .accounting import INTEGER_ORDERS, calibrate_noise_scale, codebook_rdp
 from .codebook import Codebook, build_codebook, encode
 from .noise import NoiseDistribution, StudentTNoise, make_noise
@@ -43,19 +44,21 @@ def gaussian_sigma_for_epsilon(target_epsilon: float, delta: float, sample_rate:
     Poisson-subsampled Gaussian are (ε, δ)-DP over integer orders 2…64
     (:class:`dplib.accounting.RDPAccountant` with ``INTEGER_ORDERS``): DP-SGD's noise in the
     comparison with Algorithm 1, accounted on the same orders."""
-    from ..accounting import RDPAccountant
-    from ..accounting.calibrate import _safe_log_root
+    from ..accounting import RDPAccountant, calibrate, dpsgd_event
     eps = check_positive("target_epsilon", target_epsilon)
-
-    def f(s):
-        acc = RDPAccountant(orders=INTEGER_ORDERS)
-        acc.step(noise_multiplier=s, sample_rate=sample_rate, num_steps=num_steps)
-        return acc.get_epsilon(delta) - eps
     lo, hi = 0.2, 200.0
-    if f(lo) <= 0 or f(hi) > 0:
+    try:
+        sigma = calibrate(lambda s: dpsgd_event(s, sample_rate, num_steps), eps, delta,
+                          accountant=lambda: RDPAccountant(orders=INTEGER_ORDERS), rtol=1e-8,
+                          guess=(lo, hi), floor=lo, ceiling=hi)
+    except ValueError as err:
+        if "needs a noise scale" not in str(err):
+            raise
+        sigma = lo
+    if sigma <= lo:
         raise ValueError(f"target_epsilon={eps:g} is not reached for noise multipliers in "
                          f"[{lo:g}, {hi:g}]")
-    return _safe_log_root(f, lo, hi, rtol=1e-8)
+    return sigma
 
 
 def digits_problem(*, hidden: tuple = (32,), n_codes: int = 1000, batch_size: int = 64,
@@ -277,13 +280,12 @@ def format_table(result: dict) -> str:
     """The accuracy/ε table of :func:`compare_on_digits` as text (one row per ε)."""
     rows = result["rows"]
     methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
-    head = f"{'eps':>5} | " + " | ".join(f"{m:>24s}" for m in methods)
-    lines = [head, "-" * len(head)]
-    for eps in result["config"]["epsilons"]:
-        cells = []
-        for m in methods:
-            r = next(r for r in rows if r["method"] == m and r["target_epsilon"] == eps)
-            cells.append(f"{100 * r['mean']:5.1f} ± {100 * r['std']:3.1f} (lr {r['lr']:g})"
-                         .rjust(24))
-        lines.append(f"{eps:5g} | " + " | ".join(cells))
-    return "\n".join(lines)
+
+    def cell(eps: float, m: str) -> str:
+        r = next(r for r in rows if r["method"] == m and r["target_epsilon"] == eps)
+        return f"{100 * r['mean']:5.1f} ± {100 * r['std']:3.1f} (lr {r['lr']:g})"
+    table = [{"eps": eps, **{m: cell(eps, m) for m in methods}}
+             for eps in result["config"]["epsilons"]]
+    return tables_format(table, ["eps", *methods], formats={"eps": "g"}, sep=" | ",
+                         align=dict.fromkeys(["eps", *methods], ">"),
+                         widths={"eps": 5, **dict.fromkeys(methods, 24)})

@@ -45,14 +45,14 @@ __all__ = ["log_moments", "gaussian_log_moments", "laplace_log_moments", "small_
 _INV_FACT = [1.0 / math.factorial(j) for j in range(13, 1, -1)]
 
 
-def _check_noise(noise: object) -> NoiseDistribution:
+def check_noise(noise: object) -> NoiseDistribution:
     if not isinstance(noise, NoiseDistribution):
         raise ValueError(f"noise must be a dplib.encoding NoiseDistribution (GaussianNoise, "
                          f"LaplaceNoise, StudentTNoise, ScipyNoise), got {noise!r}")
     return noise
 
 
-def _check_orders_int(orders: object, *, low: int = 0) -> np.ndarray:
+def check_orders_int(orders: object, *, low: int = 0) -> np.ndarray:
     try:
         arr = np.atleast_1d(np.asarray(orders, dtype=float))
     except (TypeError, ValueError):
@@ -163,11 +163,11 @@ def log_moments(noise: NoiseDistribution, tau: object, orders: object, *,
 
     Returns an array of shape (len(tau), len(orders)).
     """
-    noise = _check_noise(noise)
+    noise = check_noise(noise)
     t = _check_tau(tau)
     if t.ndim != 1:
         raise ValueError(f"tau must be a scalar or 1-D array, got shape {t.shape}")
-    ks = _check_orders_int(orders, low=0)
+    ks = check_orders_int(orders, low=0)
     r = check_real("rtol", rtol, low=0.0, high=1e-3)
     chunk = check_int("chunk", chunk)
     u = np.abs(t) / noise.scale
@@ -198,7 +198,7 @@ def gaussian_log_moments(tau: object, orders: object, sigma: float) -> np.ndarra
     """Closed form for N(0, σ²): h_k(τ) = k(k − 1)τ²/(2σ²) (Mironov 2017, Prop. 7:
     (k − 1)·D_k(N(τ, σ²) ‖ N(0, σ²)) with D_k = kτ²/(2σ²)). Shape (len(tau), len(orders))."""
     t = _check_tau(tau)
-    k = _check_orders_int(orders, low=0)
+    k = check_orders_int(orders, low=0)
     s = check_positive("sigma", sigma)
     return k[None, :] * (k[None, :] - 1.0) * t[:, None] ** 2 / (2.0 * s * s)
 
@@ -212,7 +212,7 @@ def laplace_log_moments(tau: object, orders: object, b: float) -> np.ndarray:
     [k·expm1((k−1)u) + (k−1)·expm1(−ku)]/(2k − 1) for small u, so it keeps its relative accuracy.
     k = 0 gives 0 (the formula's 0/(−1)·… terms are handled separately)."""
     t = _check_tau(tau)
-    k = _check_orders_int(orders, low=0)[None, :]
+    k = check_orders_int(orders, low=0)[None, :]
     bb = check_positive("b", b)
     u = np.abs(t)[:, None] / bb
     kk = np.maximum(k, 1.0)
@@ -239,8 +239,8 @@ def small_shift_constant(noise: NoiseDistribution, orders: object) -> np.ndarray
     variance in this regime. The expansion is derived above (second-order Taylor expansion of
     (1 + Δ)^k); the tests check the limit numerically for Laplace and Student-t.
     """
-    noise = _check_noise(noise)
-    k = _check_orders_int(orders, low=0)
+    noise = check_noise(noise)
+    k = check_orders_int(orders, low=0)
     return k * (k - 1.0) * noise.fisher_information / 2.0
 
 
@@ -414,7 +414,7 @@ def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
     analytically and are not integrated. Results are cached per family; a family whose
     :class:`MomentTable` covers the range has already been checked. Raises ``ValueError``."""
     from .noise import GaussianNoise, LaplaceNoise
-    noise = _check_noise(noise)
+    noise = check_noise(noise)
     kmax = check_int("k_max", k_max, low=2)
     um = check_positive("u_max", u_max)
     tol = check_real("tol", tol, low=0.0, low_open=False)
@@ -444,7 +444,7 @@ def moment_table(noise: NoiseDistribution, k_max: int, u_max: float) -> MomentTa
 
     Tables are kept per process and extended (never recomputed) when a larger range or more
     orders are needed."""
-    noise = _check_noise(noise)
+    noise = check_noise(noise)
     kmax = check_int("k_max", k_max, low=2)
     um = check_positive("u_max", u_max)
     hi_dec = max(int(math.ceil(math.log10(um) - 1e-12)), _LOW_DECADE + 1)

@@ -33,16 +33,15 @@ from typing import Any, Callable
 import numpy as np
 
 from .._validate import check_int, check_positive, check_probability, check_real
-from ..accounting import rdp_to_epsilon
 from ..samplers import poisson_batches
-from .accounting import EncodingAccountant
+from .accounting import EncodedStepEvent, EncodingAccountant
 from .codebook import Codebook, encode
 from .denoise import ks_denoise
-from .moments import _check_noise
+from .moments import check_noise
 from .noise import NoiseDistribution
 
-__all__ = ["encoded_noisy_gradient", "train_encoded", "EncodedTrainResult", "flat_grads",
-           "privatization_error"]
+__all__ = ["encoded_sum", "EncodingPrivatizer", "encoded_noisy_gradient", "train_encoded",
+           "EncodedTrainResult", "flat_grads", "privatization_error"]
 
 
 def flat_grads(grads: dict) -> "torch.Tensor":  # noqa: F821
@@ -61,32 +60,21 @@ def _unflatten(vec, like: dict) -> dict:
     return out
 
 
-def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook,
-                           noise: NoiseDistribution, expected_batch_size: float,
-                           denoise: bool = True, generator=None,
-                           chunk_size: int | None = None) -> tuple[dict, dict]:
-    """Steps 2–5 of Algorithm 1 for one batch (x, y); returns (gradient per parameter name,
-    info) with info = {"ks": KS factor (1.0 without denoising), "clamped": fraction of
-    coordinates the encoding changed, "batch_size": |B|}.
-
-    The gradient is (Σ_i enc(∇_i) + Z)·KS / ``expected_batch_size``. Noise is drawn from
-    ``generator``'s device and moved to the parameters' device. ``chunk_size`` bounds memory:
-    per-example gradients are formed and encoded that many examples at a time.
-
-    Float noise: Z is drawn in floating point, not safe against Mironov's 2012 attack.
-    """
+def encoded_sum(model, loss_fn: Callable, x, y, *, codebook: Codebook,
+                chunk_size: int | None = None) -> tuple[dict, dict]:
+    """Steps 2–3 of Algorithm 1: Σ_i enc(∇_i) over the batch (x, y), as one flat tensor under the
+    key "flat" (the private sum of the engine), and info = {"clamped": fraction of coordinates
+    the encoding changed, "batch_size": |B|}. ``chunk_size`` bounds memory: per-example
+    gradients are formed and encoded that many examples at a time."""
     import torch
     from ..training import forward_must_not_mutate, per_example_grads
-    noise = _check_noise(noise)
-    denom = check_positive("expected_batch_size", expected_batch_size)
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
     d = sum(p.numel() for p in params.values())
     if d != codebook.dim:
         raise ValueError(f"codebook.dim must equal the number of trainable parameters {d}, "
                          f"got {codebook.dim}")
-    dev = next(iter(params.values())).device
-    dtype = next(iter(params.values())).dtype
-    total = torch.zeros(d, device=dev, dtype=dtype)
+    p0 = next(iter(params.values()))
+    total = torch.zeros(d, device=p0.device, dtype=p0.dtype)
     b = int(x.shape[0])
     step = b if chunk_size is None else check_int("chunk_size", chunk_size)
     changed = 0
@@ -97,15 +85,57 @@ def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook
         e = encode(g, codebook)
         changed += int((e != g).sum())
         total += e.sum(0)
-    gdev = generator.device if generator is not None else dev
-    z = noise.sample((d,), generator=generator, device=gdev, dtype=dtype).to(dev)
-    noisy = total + z
-    factor = 1.0
-    if denoise:
-        noisy, f = ks_denoise(noisy, noise)
-        factor = float(f)
-    info = {"ks": factor, "clamped": changed / max(b * d, 1), "batch_size": b}
-    return _unflatten(noisy / denom, params), info
+    return {"flat": total}, {"clamped": changed / max(b * d, 1), "batch_size": b}
+
+
+@dataclass(frozen=True)
+class EncodingPrivatizer:
+    """Steps 4–5 of Algorithm 1 as the engine's privatizer (:mod:`dplib.training.engine`):
+    i.i.d. ``noise`` on the encoded sum, then optionally the KS correction, a function of the
+    noisy sum alone. Its event is :class:`~dplib.encoding.accounting.EncodedStepEvent`."""
+
+    codebook: Codebook
+    noise: NoiseDistribution
+    denoise: bool = True
+    method: str = "auto"
+
+    def add_noise(self, total: dict, generator) -> tuple[dict, dict]:
+        flat = total["flat"]
+        gdev = generator.device if generator is not None else flat.device
+        z = self.noise.sample(tuple(flat.shape), generator=generator, device=gdev,
+                              dtype=flat.dtype).to(flat.device)
+        noisy, factor = flat + z, 1.0
+        if self.denoise:
+            noisy, f = ks_denoise(noisy, self.noise)
+            factor = float(f)
+        return {"flat": noisy}, {"ks": factor}
+
+    def event(self, sample_rate: float, steps: int):
+        from ..accounting import SelfComposedEvent
+        return SelfComposedEvent(EncodedStepEvent(self.codebook, self.noise, sample_rate,
+                                                  method=self.method), steps)
+
+
+def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook,
+                           noise: NoiseDistribution, expected_batch_size: float,
+                           denoise: bool = True, generator=None,
+                           chunk_size: int | None = None) -> tuple[dict, dict]:
+    """Steps 2–5 of Algorithm 1 for one batch (x, y); returns (gradient per parameter name,
+    info) with info = {"ks": KS factor (1.0 without denoising), "clamped": fraction of
+    coordinates the encoding changed, "batch_size": |B|}.
+
+    The gradient is (Σ_i enc(∇_i) + Z)·KS / ``expected_batch_size``: :func:`encoded_sum`, then
+    :class:`EncodingPrivatizer`. Noise is drawn from ``generator``'s device and moved to the
+    parameters' device.
+
+    Float noise: Z is drawn in floating point, not safe against Mironov's 2012 attack.
+    """
+    noise = check_noise(noise)
+    denom = check_positive("expected_batch_size", expected_batch_size)
+    total, info = encoded_sum(model, loss_fn, x, y, codebook=codebook, chunk_size=chunk_size)
+    noisy, extra = EncodingPrivatizer(codebook, noise, denoise).add_noise(total, generator)
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    return _unflatten(noisy["flat"] / denom, params), {**info, **extra}
 
 
 @dataclass
@@ -148,11 +178,12 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     import torch.nn.functional as F
     from ..device import as_device, release_seed
     from ..training import check_dp_compatible, evaluate, steps_for_epochs
+    from ..training.engine import EpsilonTracker, dpsgd_loop
 
     check_dp_compatible(model)
     if not isinstance(codebook, Codebook):
         raise ValueError(f"codebook must be a Codebook, got {type(codebook).__name__}")
-    noise = _check_noise(noise)
+    noise = check_noise(noise)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     lr = check_positive("lr", lr)
     mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
@@ -162,8 +193,8 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     if (epochs is None) == (steps is None):
         raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
                          f"steps={steps!r}")
-    from ..training.trainer import _as_tensors
-    x, y = _as_tensors(train_data, "train_data", finite=True)
+    from ..training.trainer import as_tensors
+    x, y = as_tensors(train_data, "train_data", finite=True)
     y = y.long()
     n = int(x.shape[0])
     T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
@@ -175,42 +206,46 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=lr, momentum=mom)
-    acc = EncodingAccountant(codebook, orders, method=accountant_method)
-    rdp_step = acc.per_step_rdp(noise, q)
+    privatizer = EncodingPrivatizer(codebook, noise, denoise, accountant_method)
+    eps = EpsilonTracker(privatizer, q, T, delta,
+                         lambda: EncodingAccountant(codebook, orders, method=accountant_method))
     x_dev, y_dev = x.to(dev), y.to(dev)
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
     denom = q * n if expected_batch_size is None else check_positive("expected_batch_size",
                                                                       expected_batch_size)
     gen = torch.Generator(device="cpu")
     gen.manual_seed(seed)
-    names = [k for k, p in model.named_parameters() if p.requires_grad]
+    named = {k: p for k, p in model.named_parameters() if p.requires_grad}
     history, ks, clamped = [], np.empty(T), []
-    for t, idx in enumerate(batches, start=1):
+
+    def private_sum(idx):
         ii = torch.from_numpy(idx).to(dev)
-        grads, info = encoded_noisy_gradient(model, loss, x_dev[ii], y_dev[ii],
-                                             codebook=codebook, noise=noise,
-                                             expected_batch_size=denom, denoise=denoise,
-                                             generator=gen, chunk_size=chunk_size)
-        for k, p in zip(names, params):
-            p.grad = grads[k]
+        return encoded_sum(model, loss, x_dev[ii], y_dev[ii], codebook=codebook,
+                           chunk_size=chunk_size)
+
+    def update(grads: dict, t: int) -> None:
+        for k, g in _unflatten(grads["flat"], named).items():
+            named[k].grad = g
         opt.step()
+
+    def on_step(t: int, info: dict) -> None:
         ks[t - 1] = info["ks"]
         if info["batch_size"]:
             clamped.append(info["clamped"])
         if t % every == 0 or t == T:
-            eps = float(rdp_to_epsilon(acc.orders, t * rdp_step, delta)[0])
             acc_ev = None
             if eval_data is not None:
                 acc_ev = evaluate(model, eval_data[0], eval_data[1], device=dev)
                 model.train()
-            history.append({"step": t, "epoch": t * q, "epsilon": eps, "test_accuracy": acc_ev,
-                            "ks": float(ks[max(0, t - every):t].mean())})
+            history.append({"step": t, "epoch": t * q, "epsilon": eps.at(t),
+                            "test_accuracy": acc_ev, "ks": float(ks[max(0, t - every):t].mean())})
+
+    dpsgd_loop(batches, private_sum, privatizer, gen, denom, update, on_step)
     for p in params:
         p.grad = None
-    acc.step(noise=noise, sample_rate=q, num_steps=T)
     return EncodedTrainResult(model=model, noise=noise, sample_rate=q, steps=T, delta=delta,
-                              epsilon=acc.get_epsilon(delta), denoise=denoise, history=history,
-                              accountant=acc, ks_factors=ks,
+                              epsilon=eps.final(), denoise=denoise, history=history,
+                              accountant=eps.accountant, ks_factors=ks,
                               clamped_fraction=float(np.mean(clamped)) if clamped else math.nan,
                               seed=seed)
 
@@ -224,7 +259,7 @@ def privatization_error(grads, codebook: Codebook, noise: NoiseDistribution, *,
     the encoding part ‖Σ enc − S‖₁ ("encoding_l1"), and d·E|Z| ("noise_l1", exact).
     """
     import torch
-    noise = _check_noise(noise)
+    noise = check_noise(noise)
     m = check_int("num_draws", num_draws)
     if not isinstance(grads, torch.Tensor) or grads.ndim != 2:
         raise ValueError("grads must be a [B, d] torch tensor")

@@ -41,7 +41,7 @@ import math
 from scipy.optimize import brentq
 
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
-from ..accounting import (PLDAccountant, RDPAccountant, calibrate_noise,
+from ..accounting import (accountant_names, calibrate_noise, dpsgd_event, make_accountant,
                           optimal_composition_epsilon)
 
 __all__ = ["VOTE_SENSITIVITY", "EMBEDDING_SENSITIVITY", "gaussian_noise_std",
@@ -52,8 +52,6 @@ __all__ = ["VOTE_SENSITIVITY", "EMBEDDING_SENSITIVITY", "gaussian_noise_std",
 VOTE_SENSITIVITY = math.sqrt(2.0)
 #: ℓ2 distance bound between two unit-norm embeddings.
 EMBEDDING_SENSITIVITY = 2.0
-
-_ACCOUNTANTS = ("rdp", "pld")
 
 
 def _check_epsilon_or_inf(epsilon: object) -> float:
@@ -76,7 +74,7 @@ def gaussian_noise_std(epsilon: float, delta: float, num_releases: int,
     q_total = check_int("num_releases", num_releases)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     sens = check_positive("sensitivity", sensitivity)
-    check_choice("accountant", accountant, _ACCOUNTANTS)
+    check_choice("accountant", accountant, accountant_names())
     if math.isinf(eps):
         return 0.0
     return sens * _calibrated_sigma(eps, d, q, q_total, accountant)
@@ -108,10 +106,8 @@ def gaussian_epsilon_spent(noise_std: float, delta: float, num_releases: int,
     q_total = check_int("num_releases", num_releases)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     sens = check_positive("sensitivity", sensitivity)
-    check_choice("accountant", accountant, _ACCOUNTANTS)
-    acc = RDPAccountant() if accountant == "rdp" else PLDAccountant()
-    return acc.step(noise_multiplier=s / sens, sample_rate=q,
-                    num_steps=q_total).get_epsilon(d)
+    check_choice("accountant", accountant, accountant_names())
+    return make_accountant(accountant).compose(dpsgd_event(s / sens, q, q_total)).get_epsilon(d)
 
 
 def per_query_epsilon(epsilon: float, delta: float, num_queries: int, *,

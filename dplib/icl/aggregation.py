@@ -108,7 +108,7 @@ def partition_exemplars(n: int, num_subsets: int, num_queries: int = 1, *,
     return out.reshape(qn, m, k)
 
 
-def _check_disjoint(name: str, demos: np.ndarray) -> np.ndarray:
+def check_disjoint(name: str, demos: np.ndarray) -> np.ndarray:
     """Refuse subsets (Q, M, k) of which two, for one query, share an exemplar (``-1`` = empty).
 
     "One exemplar changes one answer" — the sensitivity every accountant here assumes — holds
@@ -146,12 +146,12 @@ def ensemble_votes(model, template: PromptTemplate, pool_texts: Sequence[str],
                    demos: np.ndarray) -> Votes:
     """Ask ``model`` once per query and subset: ``demos`` (Q, M, k) from
     :func:`partition_exemplars`. All Q·M prompts go to the model as one batch. Subsets of one
-    query that share an exemplar are refused (:func:`_check_disjoint`)."""
+    query that share an exemplar are refused (:func:`check_disjoint`)."""
     d = np.asarray(demos)
     if d.ndim != 3 or d.shape[0] != len(queries):
         raise ValueError(f"demos must have shape (num_queries={len(queries)}, num_subsets, "
                          f"shots), got {d.shape}")
-    _check_disjoint("demos", d)
+    check_disjoint("demos", d)
     qn, m, k = d.shape
     batch = PromptBatch(template, pool_texts, np.asarray(pool_labels), d.reshape(qn * m, k),
                         [q for q in queries for _ in range(m)])

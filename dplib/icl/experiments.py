@@ -19,6 +19,7 @@ from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 from .._validate import as_generator, check_choice, check_int, check_probability, check_real
+from ..tables import format_table as tables_format
 from .accounting import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, gaussian_noise_std,
                          per_query_epsilon, vote_noise_std)
 from .aggregation import (Votes, ensemble_votes, esa, joint_exponential_topk, keyword_histogram,
@@ -181,12 +182,11 @@ def format_table(tables: dict[str, dict[str, dict]]) -> str:
     """A plain-text table, one row per data set, "mean ± std" per column (the layout of
     the results tables of Wu et al. 2024)."""
     names = list(next(iter(tables.values())))
-    lines = ["data set | " + " | ".join(names)]
-    for ds, rows in tables.items():
-        cells = [f"{rows[n]['mean']:.2f}" + (f" ± {rows[n]['std']:.2f}" if len(rows[n]['runs']) > 1
-                                             else "") for n in names]
-        lines.append(f"{ds} | " + " | ".join(cells))
-    return "\n".join(lines)
+
+    def cell(r: dict) -> str:
+        return f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if len(r['runs']) > 1 else "")
+    rows = [{"data set": ds, **{n: cell(rows[n]) for n in names}} for ds, rows in tables.items()]
+    return tables_format(rows, ["data set", *names], sep=" | ", pad=False, rule=None)
 
 
 # ---------------------------------------------------------------------------------------------

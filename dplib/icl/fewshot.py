@@ -35,7 +35,7 @@ import numpy as np
 
 from .._validate import as_generator, check_int, check_probability, check_real
 from .accounting import VOTE_SENSITIVITY, gaussian_noise_std
-from .aggregation import _check_disjoint, partition_exemplars
+from .aggregation import check_disjoint, partition_exemplars
 from .prompts import PromptBatch, PromptTemplate
 
 __all__ = ["private_next_tokens", "generate_demonstrations", "synthetic_demonstrations",
@@ -74,7 +74,7 @@ def private_next_tokens(model, template: PromptTemplate, pool_texts: Sequence[st
     if d.ndim != 3 or d.shape[0] != len(prefixes):
         raise ValueError(f"demos must have shape (len(prefixes)={len(prefixes)}, M, N), "
                          f"got {d.shape}")
-    _check_disjoint("demos", d)
+    check_disjoint("demos", d)
     s = check_real("noise_std", noise_std, low=0.0, low_open=False)
     gen = as_generator(rng)
     b, m, n = d.shape

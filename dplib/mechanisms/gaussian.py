@@ -24,7 +24,7 @@ from scipy.special import log_ndtr
 
 from .._validate import (as_generator, check_choice, check_finite_array, check_positive,
                          check_real, check_real_array)
-from .laplace import _check_noise_scale, _check_resolution
+from .laplace import check_noise_scale, check_resolution
 
 __all__ = ["gaussian_sigma", "gaussian_delta", "gaussian_epsilon", "gaussian_mechanism",
            "gaussian_privacy_loss"]
@@ -156,8 +156,8 @@ def gaussian_mechanism(value: float | np.ndarray, epsilon: float, delta: float,
     # one (ε, δ) for the whole release: gaussian_sigma is vectorised, this function is not
     eps = check_positive("epsilon", epsilon)
     dl = check_real("delta", delta, low=0.0, high=1.0)
-    sigma = _check_noise_scale("sigma", gaussian_sigma(eps, dl, sensitivity, method))
-    _check_resolution("value", x, check_positive("sensitivity", sensitivity))
+    sigma = check_noise_scale("sigma", gaussian_sigma(eps, dl, sensitivity, method))
+    check_resolution("value", x, check_positive("sensitivity", sensitivity))
     out = x + as_generator(rng).normal(0.0, sigma, size=x.shape)
     return _scalar_or_array(out)
 

@@ -40,11 +40,11 @@ def laplace_scale(epsilon: float | np.ndarray, sensitivity: float = 1.0) -> np.n
     return float(b) if b.ndim == 0 else b
 
 
-#: A value is released only where doubles are at most Δ·2⁻¹⁰ apart (see :func:`_check_resolution`).
+#: A value is released only where doubles are at most Δ·2⁻¹⁰ apart (see :func:`check_resolution`).
 _RESOLUTION = 2.0 ** -10
 
 
-def _check_resolution(name: str, x: np.ndarray, sensitivity: float) -> None:
+def check_resolution(name: str, x: np.ndarray, sensitivity: float) -> None:
     """Refuse a query answer whose doubles are coarser than Δ·2⁻¹⁰ (Δ = ``sensitivity``).
 
     Rounding a real answer to the nearest double moves it by up to half the spacing of doubles
@@ -65,7 +65,7 @@ def _check_resolution(name: str, x: np.ndarray, sensitivity: float) -> None:
             "than the sensitivity and the noise would be lost to rounding")
 
 
-def _check_noise_scale(name: str, scale: float) -> float:
+def check_noise_scale(name: str, scale: float) -> float:
     """A computed noise scale (Δ/ε, σ) must be a finite double > 0: an overflow to inf would
     release inf or NaN, an underflow to 0 would release the value itself."""
     if not 0.0 < scale < math.inf:
@@ -83,13 +83,13 @@ def laplace_mechanism(value: float | np.ndarray, epsilon: float, sensitivity: fl
     The noise comes from numpy's float sampler: fine for teaching and simulation, but see the
     module note (Mironov 2012) before deploying.
 
-    Refused: a scale Δ/ε that overflows or underflows (:func:`_check_noise_scale`), and a value
-    so large that doubles near it are more than Δ/1024 apart (:func:`_check_resolution`).
+    Refused: a scale Δ/ε that overflows or underflows (:func:`check_noise_scale`), and a value
+    so large that doubles near it are more than Δ/1024 apart (:func:`check_resolution`).
     """
     x = check_finite_array("value", value)
-    b = _check_noise_scale("sensitivity/epsilon",
+    b = check_noise_scale("sensitivity/epsilon",
                           laplace_scale(check_positive("epsilon", epsilon), sensitivity))
-    _check_resolution("value", x, check_positive("sensitivity", sensitivity))
+    check_resolution("value", x, check_positive("sensitivity", sensitivity))
     out = x + as_generator(rng).laplace(0.0, b, size=x.shape)
     return float(out) if out.ndim == 0 else out
 

@@ -21,14 +21,24 @@ of the average gradient).
 """
 from __future__ import annotations
 
-from . import erm  # noqa: F401  (dplib.training.erm)
-from .ghost import GHOST_LAYERS, ghost_clipped_grad_sum, ghost_norms
-from .grads import (clip_factors, clip_per_example, clipped_grad_sum, per_example_grads,
-                    per_example_losses)
-from .models import (check_dp_compatible, check_examples_independent, forward_must_not_mutate,
-                     make_cnn, make_logistic_regression, make_mlp, make_mnist_cnn)
-from .trainer import (TrainResult, check_run_settings, evaluate, make_accountant, noisy_gradient,
-                      predict_logits, resolve_noise_multiplier, steps_for_epochs, train)
+import importlib
+
+from . import erm  # noqa: F401  (dplib.training.erm: NumPy only)
+
+# The DP-SGD modules need torch: they load on first use (PEP 562), so that
+# ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
+_SUBMODULES = ("ghost", "grads", "models", "trainer")
+_LAZY = {
+    **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms"), "ghost"),
+    **dict.fromkeys(("clip_factors", "clip_per_example", "clipped_grad_sum", "per_example_grads",
+                     "per_example_losses"), "grads"),
+    **dict.fromkeys(("check_dp_compatible", "check_examples_independent",
+                     "forward_must_not_mutate", "make_cnn", "make_logistic_regression",
+                     "make_mlp", "make_mnist_cnn"), "models"),
+    **dict.fromkeys(("TrainResult", "check_run_settings", "evaluate", "make_accountant",
+                     "noisy_gradient", "predict_logits", "resolve_noise_multiplier",
+                     "steps_for_epochs", "train"), "trainer"),
+}
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "check_dp_compatible", "per_example_grads", "clip_per_example", "clip_factors",
@@ -37,3 +47,18 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "predict_logits", "steps_for_epochs", "make_accountant", "resolve_noise_multiplier",
            "check_run_settings", "forward_must_not_mutate",
            "check_examples_independent"]
+
+
+def __getattr__(name: str) -> object:
+    """Import a torch-based submodule, or the public name it defines, on first use."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .grads import (_check_batch, check_max_grad_norm, clip_factors, per_example_losses,
+from .grads import (check_batch, check_max_grad_norm, clip_factors, per_example_losses,
                     row_norms, weighted_example_sum, zero_dead)
 
 __all__ = ["ghost_norms", "ghost_clipped_grad_sum", "GHOST_LAYERS"]
@@ -337,7 +337,7 @@ def ghost_norms(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     """‖∇_θ ℓ(f(x_i), y_i)‖₂ for every example (all trainable parameters together), shape [B],
     without forming per-example gradients. Equals ``flat_norms(per_example_grads(...))`` (in
     the losses' dtype: a norm beyond its range is inf)."""
-    _check_batch(x, y)
+    check_batch(x, y)
     losses, mods, records = _forward_recorded(model, loss_fn, x, y)
     return _prepare_all(losses, mods, records)[1].to(losses.dtype)
 
@@ -350,7 +350,7 @@ def ghost_clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     Returns (sum per trainable parameter name, per-example norms [B], per-example losses [B]),
     the same as :func:`dplib.training.grads.clipped_grad_sum`.
     """
-    _check_batch(x, y)
+    check_batch(x, y)
     check_max_grad_norm(max_norm)
     params = {k: v for k, v in model.named_parameters() if v.requires_grad}
     if x.shape[0] == 0:

@@ -37,7 +37,7 @@ def _trainable(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
 
 
-def _check_batch(x: object, y: object) -> None:
+def check_batch(x: object, y: object) -> None:
     """x and y: torch tensors with a batch dimension and the same number of examples."""
     for name, v in (("x", x), ("y", y)):
         if not isinstance(v, torch.Tensor) or v.dim() == 0:
@@ -89,7 +89,7 @@ def per_example_grads(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     (``randomness="different"``). The model must not mix examples (see
     :func:`~dplib.training.check_dp_compatible`).
     """
-    _check_batch(x, y)
+    check_batch(x, y)
     params = _trainable(model)
     buffers = {k: v.detach() for k, v in model.named_buffers()}
     if x.shape[0] == 0:
@@ -110,7 +110,7 @@ def per_example_losses(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                        y: torch.Tensor) -> torch.Tensor:
     """ℓ(f(x_i), y_i) for every example, shape [B], with the autograd graph kept: the model runs
     once on the whole batch and ``loss_fn`` is mapped over the examples with ``vmap``."""
-    _check_batch(x, y)
+    check_batch(x, y)
     out = model(x)
     if loss_fn is F.cross_entropy:      # the common case, without vmap's per-call overhead
         return F.cross_entropy(out, y, reduction="none")
@@ -237,7 +237,7 @@ def clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: to
     clipping is per example. Returns (sum per parameter, per-example norms [B], per-example
     losses [B] (detached)).
     """
-    _check_batch(x, y)
+    check_batch(x, y)
     check_max_grad_norm(max_norm)
     step = None if chunk_size is None else check_int("chunk_size", chunk_size)
     params = _trainable(model)

@@ -50,10 +50,11 @@ from torch import nn
 
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
 from ..device import as_device, release_seed
-from ..accounting import (PLDAccountant, RDPAccountant, calibrate_noise, rdp_to_epsilon,
-                          subsampled_gaussian_rdp)
+from ..accounting import accountant_names, calibrate_noise
+from ..accounting import make_accountant as _registry_accountant
 from ..accounting._base import check_delta
 from ..samplers import poisson_batches
+from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
 from .ghost import ghost_clipped_grad_sum
 from .grads import check_max_grad_norm, clipped_grad_sum
 from .models import check_dp_compatible, check_examples_independent, forward_must_not_mutate
@@ -100,9 +101,8 @@ def steps_for_epochs(epochs: float, sample_rate: float) -> int:
 
 
 def make_accountant(kind: str):
-    """A fresh accountant of :mod:`dplib.accounting`: "rdp" or "pld"."""
-    check_choice("accountant", kind, ("rdp", "pld"))
-    return RDPAccountant() if kind == "rdp" else PLDAccountant()
+    """A fresh accountant from the registry of :mod:`dplib.accounting` ("rdp", "pld", …)."""
+    return _registry_accountant(kind)
 
 
 def resolve_noise_multiplier(noise_multiplier: float | None, target_epsilon: float | None,
@@ -142,7 +142,7 @@ def check_run_settings(*, sample_rate: float, lr: float, max_grad_norm: float, d
     c = check_max_grad_norm(max_grad_norm)
     d = check_delta(delta)
     check_choice("optimizer", optimizer, ("sgd", "adam"))
-    check_choice("accountant", accountant, ("rdp", "pld"))
+    check_choice("accountant", accountant, accountant_names())
     mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
     wd = check_real("weight_decay", weight_decay, low=0.0, low_open=False)
     if (epochs is None) == (steps is None):
@@ -177,7 +177,7 @@ def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
                          f"{top / (size + 40.0 * noise_multiplier):.3g} (rescale the loss)")
 
 
-def _as_tensors(data: object, name: str, *, finite: bool = False
+def as_tensors(data: object, name: str, *, finite: bool = False
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise ValueError(f"{name} must be a pair (X, y) of tensors or arrays, got "
@@ -273,14 +273,8 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
         raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
     with forward_must_not_mutate(model):
         total, norms, losses = _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size)
-    out = {}
-    for k, g in total.items():
-        if sigma > 0:
-            dev = generator.device if generator is not None else g.device
-            z = torch.randn(g.shape, generator=generator, dtype=g.dtype, device=dev)
-            g = g + (sigma * c) * z.to(g.device)
-        out[k] = g / denom
-    return out, norms, losses
+    noisy, _ = GaussianPrivatizer(sigma, c).add_noise(total, generator)
+    return {k: g / denom for k, g in noisy.items()}, norms, losses
 
 
 def _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size):
@@ -342,7 +336,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     seed = release_seed(seed)
     if not isinstance(ghost, bool) or not isinstance(progress, bool):
         raise ValueError(f"ghost and progress must be True or False, got {ghost!r}, {progress!r}")
-    x, y = _as_tensors(train_data, "train_data", finite=True)
+    x, y = as_tensors(train_data, "train_data", finite=True)
     n = x.shape[0]
     check_examples_independent(model, x)
     sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
@@ -353,7 +347,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
                                                                            eval_every)
     loss = F.cross_entropy if loss_fn is None else loss_fn
     if eval_data is not None:
-        x_ev, y_ev = _as_tensors(eval_data, "eval_data")
+        x_ev, y_ev = as_tensors(eval_data, "eval_data")
 
     dev = as_device(device)
     model.to(dev)
@@ -367,69 +361,59 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
     noise_gen = torch.Generator(device="cpu" if noise_device == "cpu" else dev)
     noise_gen.manual_seed(seed)
-    acc = make_accountant(accountant)
-    private = sigma > 0
+    privatizer = GaussianPrivatizer(sigma, c)
+    eps = EpsilonTracker(privatizer, q, T, d, accountant)
     denom = q * n if expected_batch_size is None else check_positive("expected_batch_size",
                                                                       expected_batch_size)
-
     history: list[dict] = []
-    loss_sum, loss_count, clipped, seen, accounted = 0.0, 0, 0, 0, 0
+    tally = {"loss": 0.0, "count": 0, "clipped": 0, "seen": 0}
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=T, desc="DP-SGD" if private else "SGD")
+        bar = tqdm(total=T, desc="DP-SGD" if eps.private else "SGD")
 
-    rdp_step = None
-    if private and accountant == "rdp":
-        # RDP composes additively (Mironov 2017, Prop. 1): ε after t steps is the conversion of
-        # t·(one step's RDP curve), computed once, instead of re-stepping an accountant per entry
-        rdp_step = subsampled_gaussian_rdp(acc.orders, sigma, q)
-
-    def epsilon_at(t: int) -> float:
-        nonlocal accounted
-        if not private:
-            return math.inf
-        if rdp_step is not None and t < T:
-            return float(rdp_to_epsilon(acc.orders, t * rdp_step, d, method=acc.conversion)[0])
-        if t > accounted:       # the attached accountant itself records the steps taken
-            acc.step(noise_multiplier=sigma, sample_rate=q, num_steps=t - accounted)
-            accounted = t
-        return acc.get_epsilon(d)
-
-    for t, idx in enumerate(batches, start=1):
+    def private_sum(idx: np.ndarray) -> tuple[dict, dict]:
         ii = torch.from_numpy(idx).to(dev)
-        grads, norms, losses = noisy_gradient(
-            model, loss, x_dev[ii], y_dev[ii], max_grad_norm=c, noise_multiplier=sigma,
-            expected_batch_size=denom, generator=noise_gen, ghost=ghost,
-            virtual_batch_size=vbs)
+        with forward_must_not_mutate(model):
+            total, norms, losses = _clipped_sum(model, loss, x_dev[ii], y_dev[ii], c, ghost, vbs)
+        return total, {"norms": norms, "losses": losses}
+
+    def update(grads: dict, t: int) -> None:
         for k, p in params.items():
             p.grad = grads[k]
         opt.step()
-        loss_sum += float(losses.sum())
-        loss_count += int(losses.numel())
-        seen += int(norms.numel())
+
+    def on_step(t: int, info: dict) -> None:
+        norms, losses = info["norms"], info["losses"]
+        tally["loss"] += float(losses.sum())
+        tally["count"] += int(losses.numel())
+        tally["seen"] += int(norms.numel())
         if math.isfinite(c):
-            clipped += int((norms > c).sum())
+            tally["clipped"] += int((norms > c).sum())
         if t % every == 0 or t == T:
-            eps = epsilon_at(t)
+            e = eps.at(t)
             acc_ev = evaluate(model, x_ev, y_ev, device=dev) if eval_data is not None else None
             model.train()
-            history.append({"step": t, "epoch": t * q, "epsilon": eps,
-                            "train_loss": loss_sum / max(loss_count, 1),
+            history.append({"step": t, "epoch": t * q, "epsilon": e,
+                            "train_loss": tally["loss"] / max(tally["count"], 1),
                             "test_accuracy": acc_ev})
-            loss_sum, loss_count = 0.0, 0
+            tally["loss"], tally["count"] = 0.0, 0
             if bar is not None:
-                post = {"eps": f"{eps:.3g}"}
+                post = {"eps": f"{e:.3g}"}
                 if acc_ev is not None:
                     post["acc"] = f"{acc_ev:.3f}"
                 bar.set_postfix(post)
         if bar is not None:
             bar.update(1)
+
+    dpsgd_loop(batches, private_sum, privatizer, noise_gen, denom, update, on_step)
     if bar is not None:
         bar.close()
     for p in params.values():
         p.grad = None
+    seen = tally["seen"]
     return TrainResult(model=model, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
-                       epsilon=epsilon_at(T), history=history, accountant=acc,
-                       max_grad_norm=c, batch_sizes=np.array([b.size for b in batches]),
-                       clip_fraction=clipped / seen if seen else float("nan"), seed=seed)
+                       epsilon=eps.final(), history=history, accountant=eps.accountant,
+                       max_grad_norm=c, batch_sizes=batch_sizes(batches),
+                       clip_fraction=tally["clipped"] / seen if seen else float("nan"),
+                       seed=seed)

@@ -10,7 +10,7 @@ accountant="pld")`` failed where ``"rdp"`` answered.
 References, each computed by a route independent of the code under test:
 
 * T = 1: the exact hockey-stick ε of one Poisson-subsampled Gaussian step (both add/remove
-  directions, mpmath at 40 digits; ``tests/audit/accountant_stress.py``);
+  directions, mpmath at 40 digits; ``dplib.testing.accountant_stress``);
 * q = 1: T Gaussian steps are one Gaussian with σ/√T (Dong, Roth & Su 2022, §3), whose exact
   ε(δ) is Balle & Wang 2018, Thm 8 (:func:`dplib.mechanisms.gaussian_epsilon`);
 * the RDP of a tiny-q step to second order in q, log A_α = C(α, 2)·q²·(e^{1/σ²} − 1) + O(q³)
@@ -28,10 +28,8 @@ and the faster run counts (contention on a shared 2-core machine, not the code, 
 from __future__ import annotations
 
 import math
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,9 +39,8 @@ from dplib.accounting import (DEFAULT_ORDERS, PLDAccountant, RDPAccountant, cali
                               clt_mu, gdp_epsilon, rdp_to_epsilon,
                               subsampled_gaussian_rdp)
 from dplib.mechanisms import gaussian_epsilon
+from dplib.testing import accountant_stress as S
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
-import accountant_stress as S  # noqa: E402
 
 TIME_BOUND = 2.0      # seconds per call, wall clock
 DELTA = 1e-5

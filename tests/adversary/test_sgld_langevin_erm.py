@@ -17,10 +17,10 @@ import torch
 
 from dplib.accounting import DEFAULT_ORDERS
 from dplib.features import synthetic_features
-from dplib.langevin import langevin_epsilon, noisy_gd, squared_loss_gradient
-from dplib.sgld import (compare_methods, dp_sgld, format_table, one_step_delta_lower_bound,
-                        released_iterates_epsilon, sgld_calibrate_sigma, sgld_epsilon,
-                        train_dp_sgld_logistic)
+from dplib.langevin import (compare_methods, dp_sgld, format_comparison, langevin_epsilon,
+                            noisy_gd, one_step_delta_lower_bound, released_iterates_epsilon,
+                            sgld_calibrate_sigma, sgld_epsilon, squared_loss_gradient,
+                            train_dp_sgld_logistic)
 from dplib.training.erm import (dp_gd_logistic, fit_logistic, objective_perturbation_logistic,
                                 output_perturbation_logistic, synthetic_logistic)
 
@@ -121,7 +121,7 @@ def test_experiment_rows_use_the_valid_route_and_label_the_claim(one_torch_threa
     claim = rows["DP-SGLD constant, Thm 3.1 claim"]
     assert claim["proved"] is False and claim["sigma"] < sgld["sigma"]
     assert rows["DP-GLD"]["accountant"] == "Theorem 3.1" and rows["DP-GLD"]["proved"]
-    table = format_table(out["rows"])
+    table = format_comparison(out["rows"])
     assert "as Theorem 3.1 claims (unproved for batches m < n" in table
     assert f"{claim['epsilon']:.2f}*" in table
 

@@ -1,4 +1,4 @@
-"""Shared settings of the reliability tests (issue 13): a fixed hypothesis profile.
+"""Shared settings of the reliability tests: a fixed hypothesis profile.
 
 ``derandomize=True`` makes every property test draw the same examples on every run (no flaky
 failures, no example database), and ``max_examples`` bounds the time. The profile is registered

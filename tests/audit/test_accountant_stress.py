@@ -15,7 +15,7 @@ import itertools
 
 import pytest
 
-import accountant_stress as S
+from dplib.testing import accountant_stress as S
 
 RDP_GRID = dict(qs=[1e-5, 0.01, 1.0], sigmas=[0.2, 1.0, 50.0], steps=[1, 1000, 10 ** 7],
                 deltas=[1e-15, 1e-5, 0.1])

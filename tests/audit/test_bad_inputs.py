@@ -1,6 +1,6 @@
-"""Bad-input sweep over every public function of dplib (issue 13).
+"""Bad-input sweep over every public function of dplib.
 
-The table (tests/audit/bad_input_table.py) gives, for each public callable found by walking the
+The table (dplib.testing.bad_inputs) gives, for each public callable found by walking the
 package, a valid call and the kind of each parameter; every parameter is then given each bad
 value of its kind (NaN, ±inf, negative, out of range, wrong type, empty or mismatched arrays,
 a BatchNorm model for DP-SGD, …). Each must raise ValueError/TypeError naming the parameter.
@@ -14,7 +14,7 @@ import warnings
 import matplotlib
 import pytest
 
-import bad_input_table as T
+from dplib.testing import bad_inputs as T
 
 matplotlib.use("Agg")
 SPECS = T.all_specs()
@@ -26,7 +26,7 @@ def test_every_public_callable_is_swept_or_excluded():
     covered = {s.name for s in SPECS} | set(T.EXCLUDED)
     missing = sorted(n for n in found if n not in covered)
     assert not missing, ("public callables with no bad-input spec and no exclusion reason "
-                         f"(add them to tests/audit/bad_input_table.py): {missing}")
+                         f"(add them to the table of dplib.testing.bad_inputs): {missing}")
     stale = sorted(n for n in covered if n not in found and "." in n
                    and n.rsplit(".", 1)[0] not in found)
     assert not stale, f"table entries for callables that no longer exist: {stale}"
@@ -42,7 +42,7 @@ def test_valid_call_works(spec):
     """The reference call of each spec succeeds (so each bad case differs in one value only)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        T._call(spec, None, None)
+        T.call_spec(spec)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)

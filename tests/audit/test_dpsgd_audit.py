@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from dplib.attacks.audit import canary_loss, dpsgd_canary_audit, dpsgd_canary_runs
+from dplib.attacks.canary import canary_loss, dpsgd_canary_audit, dpsgd_canary_runs
 from dplib.training import make_logistic_regression, train
 
 RNG = np.random.default_rng(0)
@@ -74,7 +74,7 @@ def test_dplib_training_train_adds_the_claimed_noise():
     too little noise (or scales it wrongly) fails here, not only in the batched audit."""
     from scipy import stats
 
-    from dplib.attacks.audit import dpsgd_canary_train_runs
+    from dplib.attacks.canary import dpsgd_canary_train_runs
     z = dpsgd_canary_train_runs(X, Y, runs=40, steps=1, sample_rate=0.5,
                                 noise_multiplier=2.0, with_canary=False, seed=3)
     chi2 = float(np.sum((z / 2.0) ** 2))

@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 import pytest
 
-import bad_input_table as T
 from dplib import mechanisms as M
 from dplib.mechanisms import discrete
+from dplib.testing import bad_inputs as T
 
 FLOAT_DRAW = re.compile(r"\.(laplace|normal|gumbel|standard_normal|exponential|randn|"
                         r"randn_like|normal_)\(")
@@ -30,7 +30,7 @@ NOTE = re.compile(r"Mironov|floating.point", re.IGNORECASE)
 NOT_A_RELEASE = {
     "dplib.attacks.extraction.extract_logistic_regression":
         "the attacker's random queries, not a private release",
-    "dplib.attacks.audit.mechanism_audits": "test fixtures of the audits",
+    "dplib.attacks.catalogue.mechanism_audits": "test fixtures of the audits",
     "dplib.features.synthetic_features": "generates synthetic data, releases nothing",
     "dplib.training.erm.synthetic_logistic": "generates synthetic data, releases nothing",
     "dplib.encoding.codebook.build_codebook":

@@ -3,7 +3,7 @@ benchmarks/audit_mechanisms.py).
 
 Each audit runs the mechanism many times on a worst-case neighbouring pair, chooses the best
 threshold event on half of the runs and bounds ε from below on the other half with
-Clopper–Pearson at 95% (dplib.attacks.audit). It must not exceed the claimed ε; for the simple
+Clopper–Pearson at 95% (dplib.attacks.audit_stats). It must not exceed the claimed ε; for the simple
 mechanisms it must come close (the audit has power); and deliberately broken mechanisms must be
 refuted (a test of the audit itself).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dplib.attacks.audit import mechanism_audits
+from dplib.attacks.catalogue import mechanism_audits
 
 N = 60_000          # runs per side (the float-Laplace audit uses fewer: its check is exact)
 AUDITS = {a.name: a for a in mechanism_audits(1.0)}

@@ -1,4 +1,4 @@
-"""Tests of the statistical core of auditing: dplib.attacks.audit.
+"""Tests of the statistical core of auditing: dplib.attacks.audit_stats.
 
 Oracles: scipy.stats.binomtest / scipy.stats.beta quantiles for Clopper–Pearson, exact binomial
 coverage sums, closed-form (TPR, FPR) of randomized response and Laplace, and Monte Carlo
@@ -163,7 +163,7 @@ def test_selecting_on_the_evaluation_data_would_be_invalid():
 def test_canary_loss_statistic_is_the_log_likelihood_ratio(q):
     """The all-iterates canary statistic Σ_t ln p_D(u_t)/p_D'(u_t) with u_t ~ (1−q)N(0, σ²) +
     qN(κ, σ²) under D (with the canary) and N(0, σ²) under D': checked against scipy densities."""
-    from dplib.attacks.audit import _loss_statistic
+    from dplib.attacks.canary import _loss_statistic
     rng = np.random.default_rng(4)
     sigma, kappa = 0.8, 100 / math.sqrt(100 ** 2 + 1)
     u = rng.normal(0.3, 1.5, size=(5, 4))

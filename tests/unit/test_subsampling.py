@@ -77,8 +77,9 @@ def test_wor_gaussian_rdp_special_cases():
 @pytest.mark.parametrize("sigma, n, m, steps", [(1.1, 60000, 256, 14062), (0.8, 1000, 10, 500),
                                                  (2.0, 500, 100, 30)])
 def test_rdp_accountant_without_replacement_matches_dp_accounting(sigma, n, m, steps):
+    # dp-accounting's RDP event takes std / (replace-one sensitivity 2C); dplib takes std / C
     ref = dpa_rdp.RdpAccountant(orders=list(DEFAULT_ORDERS), neighboring_relation=NR.REPLACE_ONE)
-    ref.compose(dpa.SampledWithoutReplacementDpEvent(n, m, dpa.GaussianDpEvent(sigma)), steps)
+    ref.compose(dpa.SampledWithoutReplacementDpEvent(n, m, dpa.GaussianDpEvent(sigma / 2)), steps)
     acc = RDPAccountant(sampling="without_replacement", neighboring="replace_one")
     acc.step(noise_multiplier=sigma, sample_rate=m / n, num_steps=steps)
     assert acc.get_epsilon(1e-5) == pytest.approx(ref.get_epsilon(1e-5), rel=1e-6)
@@ -122,25 +123,21 @@ def test_pld_replace_one_full_batch_is_gaussian_with_sensitivity_two():
 
 @pytest.mark.parametrize("steps", [1, 10])
 @pytest.mark.parametrize("sigma", [1.0, 2.0, 4.0])
-def test_replace_one_accountants_use_different_noise_multiplier_units(sigma, steps):
-    """Pins the units (see the subsampling module docstring). For noise std s and clipping norm
-    C, the RDP without-replacement accountant takes σ = s/(2C) (std / replace-one sensitivity of
-    the sum) and PLD replace-one takes σ = s/C (sensitivity 2C built in). At q = 1 both describe
-    one Gaussian with μ = 2√T/σ_PLD, whose exact ε is gdp_epsilon(μ, δ). So RDP-WOR(σ/2) must be an
-    upper bound close to it (RDP → (ε, δ) conversion slack only) and PLD-replace-one(σ) ≈ exact;
-    if either convention drifts by the factor 2, one of these fails."""
+def test_replace_one_accountants_share_one_noise_multiplier_unit(sigma, steps):
+    """The unit trap is gone: for noise std s and clipping norm C every accountant takes
+    σ = s/C. At q = 1 the run is one Gaussian with μ = 2√T/σ (replacing a record moves the sum
+    by 2C), whose exact ε is gdp_epsilon(μ, δ). RDP-WOR(σ) must be an upper bound close to it
+    (RDP → (ε, δ) conversion slack only) and PLD-replace-one(σ) ≈ exact; if either convention
+    drifted by the factor 2 (as RDP once took s/(2C)), one of these fails."""
     delta = 1e-5
     exact = gdp_epsilon(2 * math.sqrt(steps) / sigma, delta)
-    rdp_wor = RDPAccountant(sampling="without_replacement", neighboring="replace_one").step(
-        noise_multiplier=sigma / 2, sample_rate=1.0, num_steps=steps).get_epsilon(delta)
-    pld_rep = PLDAccountant(neighboring="replace_one").step(
-        noise_multiplier=sigma, sample_rate=1.0, num_steps=steps).get_epsilon(delta)
-    assert exact * (1 - 1e-9) <= rdp_wor <= 1.25 * exact
-    assert exact * (1 - 1e-9) <= pld_rep <= 1.01 * exact
-    # The same σ passed to both would make RDP-WOR far *below* the exact ε (an under-report).
-    rdp_same = RDPAccountant(sampling="without_replacement", neighboring="replace_one").step(
-        noise_multiplier=sigma, sample_rate=1.0, num_steps=steps).get_epsilon(delta)
-    assert rdp_same < 0.6 * exact
+    for sampling in ("poisson", "without_replacement"):
+        rdp = RDPAccountant(sampling=sampling, neighboring="replace_one").step(
+            noise_multiplier=sigma, sample_rate=1.0, num_steps=steps).get_epsilon(delta)
+        pld = PLDAccountant(sampling=sampling, neighboring="replace_one").step(
+            noise_multiplier=sigma, sample_rate=1.0, num_steps=steps).get_epsilon(delta)
+        assert exact * (1 - 1e-9) <= rdp <= 1.25 * exact
+        assert exact * (1 - 1e-9) <= pld <= 1.01 * exact
 
 
 @pytest.mark.parametrize("call, match", [
@@ -152,7 +149,8 @@ def test_replace_one_accountants_use_different_noise_multiplier_units(sigma, ste
     (lambda: wor_gaussian_rdp([2.0], 0.0, 0.1), "noise_multiplier"),
     (lambda: wor_gaussian_rdp([1.0], 1.0, 0.1), "orders"),
     (lambda: RDPAccountant(sampling="without_replacement"), "sampling, neighboring"),
-    (lambda: RDPAccountant(neighboring="replace_one"), "sampling, neighboring"),
+    (lambda: RDPAccountant(neighboring="replace_one").step(noise_multiplier=1.0,
+                                                           sample_rate=0.1), "replace_one"),
     (lambda: RDPAccountant(sampling="shuffle", neighboring="replace_one"), "sampling"),
     (lambda: PLDAccountant(neighboring="swap"), "neighboring"),
 ])

@@ -5,6 +5,8 @@ a grid (the perturbed median), dplib.accounting's advanced composition and PLD a
 DP-GD noise levels), and distributional tests of the released noise with fixed seeds.
 """
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -357,3 +359,23 @@ def test_the_regulariser_does_not_remove_the_median_atom():
     p_d = np.mean(perturbed_median([0.0, 100.0], b, lam=1e-3) == 100.0)
     p_d2 = np.mean(perturbed_median([0.0, 101.0], b, lam=1e-3) == 100.0)
     assert abs(p_d - 0.45) < 0.005 and p_d2 == 0.0
+
+
+@pytest.mark.parametrize("module", ["dplib.training.erm", "dplib"])
+def test_numpy_modules_import_without_torch(module):
+    """ERM is NumPy only, and ``import dplib`` is torch-free: neither may load torch (the DP-SGD
+    modules of dplib.training load it on first use), checked in a fresh interpreter."""
+    code = f"import sys, {module}; assert 'torch' not in sys.modules, 'torch was imported'"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_training_names_still_load_on_first_use():
+    pytest.importorskip("torch")
+    import dplib.training as T
+    assert T.train.__module__ == "dplib.training.trainer"
+    assert T.grads.__name__ == "dplib.training.grads"
+    assert set(T.__all__) <= set(dir(T))
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        T.no_such_name

@@ -1,0 +1,223 @@
+"""What a private computation does, described as events that every accountant consumes.
+
+In the style of Google's dp-accounting ``DpEvent``: an event says *which* randomised mechanism ran
+and on *which* sample of the data, not how to account it. The neighbouring relation is a property
+of the accountant (``neighboring="add_remove"`` or ``"replace_one"``), so the same event means the
+same physical computation under every accountant and relation.
+
+**One unit.** ``noise_multiplier`` is always the noise scale divided by the bound C on one
+record's contribution (its clipping norm): the ℓ2 norm for :class:`GaussianEvent` (noise
+N(0, (σC)²·I) on a sum of vectors of norm ≤ C), the ℓ1 norm for :class:`LaplaceEvent` (Laplace
+noise of scale σC). That is the sensitivity of the sum under add/remove; under replace-one one
+record can move the sum by up to 2C, and the accountants convert internally — no caller ever
+divides by two. (Some libraries, dp-accounting's RDP accountant among them, take
+std/(replace-one sensitivity) for sampling without replacement; the same number then meant two
+different runs. Here it cannot.)
+
+Events:
+
+* :class:`GaussianEvent`, :class:`LaplaceEvent` — one release of the noisy sum of all records;
+* :class:`PoissonSampledEvent` — the inner event on a Poisson sample (each record kept
+  independently with probability q; Abadi et al. 2016, Opacus);
+* :class:`SampledWithoutReplacementEvent` — the inner event on a batch of fixed size m drawn
+  uniformly without replacement from n records, ``sample_rate`` γ = m/n (analysed under
+  replace-one: n is public);
+* :class:`SelfComposedEvent`, :class:`ComposedEvent` — sequential (adaptive) composition;
+* :class:`RDPCurveEvent` — a mechanism that states its own Rényi-DP curve (e.g. the gradient
+  encoding of :mod:`dplib.encoding`); only Rényi accountants can consume it.
+
+>>> from dplib.accounting import RDPAccountant
+>>> run = SelfComposedEvent(PoissonSampledEvent(256 / 60000, GaussianEvent(1.1)), 14062)
+>>> round(RDPAccountant().compose(run).get_epsilon(1e-5), 2)
+2.6
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from .._validate import check_int, check_probability, check_real
+
+__all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "PoissonSampledEvent",
+           "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent",
+           "RDPCurveEvent", "Step", "dpsgd_event", "flatten"]
+
+#: The noise multipliers the accountants take. Outside it σ² or 1/σ² leaves the float range
+#: (σ = 1e200 raised OverflowError, σ = 1e-200 divided by zero); the answers there would be
+#: ε = ∞ (σ → 0) or ε = 0 (σ → ∞) anyway.
+NOISE_MULTIPLIER_RANGE = (1e-100, 1e100)
+
+
+def check_noise_multiplier(value: object) -> float:
+    """σ in [1e-100, 1e100] (:data:`NOISE_MULTIPLIER_RANGE`)."""
+    low, high = NOISE_MULTIPLIER_RANGE
+    return check_real("noise_multiplier", value, low=low, high=high, low_open=False,
+                      high_open=False)
+
+
+class DpEvent:
+    """Base class of the events (frozen dataclasses); validated when built."""
+
+
+def _check_event(name: str, value: object) -> "DpEvent":
+    if not isinstance(value, DpEvent):
+        raise ValueError(f"{name} must be a DpEvent (e.g. GaussianEvent(noise_multiplier=1.0)), "
+                         f"got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class GaussianEvent(DpEvent):
+    """Gaussian noise N(0, (σC)²·I) added to a sum of per-record vectors of ℓ2 norm ≤ C;
+    ``noise_multiplier`` σ = noise std / C."""
+
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
+
+
+@dataclass(frozen=True)
+class LaplaceEvent(DpEvent):
+    """Laplace noise of scale σC (each coordinate) added to a sum of per-record vectors of ℓ1
+    norm ≤ C; ``noise_multiplier`` σ = scale / C (ε = 1/σ under add/remove; Dwork & Roth 2014,
+    Thm 3.6)."""
+
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
+
+
+@dataclass(frozen=True)
+class PoissonSampledEvent(DpEvent):
+    """``event`` run on a Poisson sample: every record kept independently with probability
+    ``sample_rate`` q ∈ (0, 1]."""
+
+    sample_rate: float
+    event: DpEvent
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sample_rate",
+                           check_probability("sample_rate", self.sample_rate, low_open=True))
+        _check_event("event", self.event)
+
+
+@dataclass(frozen=True)
+class SampledWithoutReplacementEvent(DpEvent):
+    """``event`` run on m of the n records drawn uniformly without replacement,
+    ``sample_rate`` γ = m/n ∈ (0, 1] (accounted under replace-one: n is public)."""
+
+    sample_rate: float
+    event: DpEvent
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sample_rate",
+                           check_probability("sample_rate", self.sample_rate, low_open=True))
+        _check_event("event", self.event)
+
+
+@dataclass(frozen=True)
+class SelfComposedEvent(DpEvent):
+    """``event`` run ``count`` times in sequence (each run may depend on the earlier outputs)."""
+
+    event: DpEvent
+    count: int
+
+    def __post_init__(self) -> None:
+        _check_event("event", self.event)
+        object.__setattr__(self, "count", check_int("count", self.count, low=1))
+
+
+@dataclass(frozen=True)
+class ComposedEvent(DpEvent):
+    """The ``events`` run in sequence (adaptively)."""
+
+    events: tuple
+
+    def __post_init__(self) -> None:
+        events = tuple(self.events) if isinstance(self.events, (list, tuple)) else None
+        if not events:
+            raise ValueError(f"events must be a non-empty list of DpEvents, got {self.events!r}")
+        for i, e in enumerate(events):
+            _check_event(f"events[{i}]", e)
+        object.__setattr__(self, "events", events)
+
+
+class RDPCurveEvent(DpEvent):
+    """A mechanism that knows its own Rényi-DP curve. Subclasses implement
+    :meth:`rdp` (one step, at the given orders, under the given relation) and may refuse a
+    relation with ``ValueError``; accountants that are not Rényi accountants refuse the event."""
+
+    def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Step:
+    """One leaf of a flattened event: ``count`` runs of a Gaussian or Laplace ``mechanism`` with
+    ``noise_multiplier`` on a ``sampling`` ("poisson" or "without_replacement") sample of rate
+    ``sample_rate`` (1 = every record), or of a :class:`RDPCurveEvent` (``curve``)."""
+
+    mechanism: str
+    noise_multiplier: float
+    sample_rate: float
+    sampling: str
+    count: int
+    curve: RDPCurveEvent | None = None
+
+    @property
+    def num_steps(self) -> int:
+        return self.count
+
+    def same_kind(self, other: "Step") -> bool:
+        """True when the two leaves differ only in their count (they can be merged)."""
+        return (self.mechanism, self.noise_multiplier, self.sample_rate, self.sampling,
+                self.curve) == (other.mechanism, other.noise_multiplier, other.sample_rate,
+                                other.sampling, other.curve)
+
+
+def flatten(event: DpEvent, count: int = 1) -> Iterator[Step]:
+    """The leaves of ``event`` in order, with their repetition counts multiplied out."""
+    _check_event("event", event)
+    if isinstance(event, SelfComposedEvent):
+        yield from flatten(event.event, count * event.count)
+    elif isinstance(event, ComposedEvent):
+        for e in event.events:
+            yield from flatten(e, count)
+    elif isinstance(event, (PoissonSampledEvent, SampledWithoutReplacementEvent)):
+        sampling = ("poisson" if isinstance(event, PoissonSampledEvent)
+                    else "without_replacement")
+        inner = event.event
+        if not isinstance(inner, (GaussianEvent, LaplaceEvent)):
+            raise ValueError(f"event: a sampled event must wrap a GaussianEvent or LaplaceEvent, "
+                             f"got {type(inner).__name__}")
+        yield Step(_MECHANISMS[type(inner)], inner.noise_multiplier, event.sample_rate,
+                   sampling, count)
+    elif isinstance(event, (GaussianEvent, LaplaceEvent)):
+        yield Step(_MECHANISMS[type(event)], event.noise_multiplier, 1.0, "poisson", count)
+    elif isinstance(event, RDPCurveEvent):
+        yield Step("rdp_curve", 1.0, 1.0, "poisson", count, curve=event)
+    else:
+        raise ValueError(f"event: no accountant knows {type(event).__name__}")
+
+
+_MECHANISMS = {GaussianEvent: "gaussian", LaplaceEvent: "laplace"}
+
+
+def dpsgd_event(noise_multiplier: float, sample_rate: float, num_steps: int, *,
+                sampling: str = "poisson") -> DpEvent:
+    """``num_steps`` DP-SGD steps: a Gaussian on a sampled batch, repeated — the event that
+    ``Accountant.step`` records. ``sampling`` is "poisson" or "without_replacement"."""
+    gauss = GaussianEvent(noise_multiplier)
+    num_steps = check_int("num_steps", num_steps, low=1)
+    if sampling == "poisson":
+        one = PoissonSampledEvent(sample_rate, gauss)
+    elif sampling == "without_replacement":
+        one = SampledWithoutReplacementEvent(sample_rate, gauss)
+    else:
+        raise ValueError(f"sampling must be one of ['poisson', 'without_replacement'], "
+                         f"got {sampling!r}")
+    return SelfComposedEvent(one, num_steps)

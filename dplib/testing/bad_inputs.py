@@ -1,0 +1,283 @@
+"""The bad-input sweep: every public function of dplib must refuse bad values by name.
+
+Every public function and class of dplib is found by walking the package with ``inspect``
+(:func:`public_callables`); each must either have an entry in the table (:func:`all_specs`: a
+valid call plus the kind of every parameter that can be given a bad value; the entries live in
+:mod:`dplib.testing.bad_inputs_core`, :mod:`dplib.testing.bad_inputs_ml` and
+:mod:`dplib.testing.bad_inputs_models`) or be in :data:`EXCLUDED` with the reason. :func:`cases`
+turns the table into concrete calls: one parameter replaced by one bad value (NaN, inf, a
+negative, out of range, a wrong type, an empty or mismatched array, a BatchNorm model, …). The
+contract checked on each (:func:`check_case`): a ``ValueError`` or ``TypeError`` whose message
+names the parameter; never a returned number.
+
+Run by tests/audit/test_bad_inputs.py and benchmarks/bad_inputs.py.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import dplib
+
+NAN, INF = float("nan"), float("inf")
+
+# ---- families of bad values -------------------------------------------------------------------
+# Each family is bad for *every* sensible meaning of the parameter kind it is named after.
+BAD: dict[str, list] = {
+    # a real > 0 (ε, σ, a scale, a sensitivity)
+    "pos": [0.0, -1.0, NAN, INF, "1.0", None, [1.0, 2.0]],
+    # a real > 0 of a vectorised function (an array of valid values is fine there)
+    "pos_vec": [0.0, -1.0, NAN, INF, "1.0", None, [1.0, -2.0]],
+    # a finite real > 0 where +inf could be argued for: leave inf out
+    "pos_noinf": [0.0, -1.0, NAN, "1.0", None],
+    # a real ≥ 0 (ε of a composition, δ of a pure mechanism, …)
+    "nonneg": [-1e-9, -1.0, NAN, "0.1", None],
+    # a finite real (a value to privatise, a threshold)
+    "real": [NAN, INF, "x", None],
+    # δ ∈ (0, 1)
+    "delta": [0.0, 1.0, -0.1, 1.5, NAN, "1e-5", None],
+    # δ ∈ [0, 1)
+    "delta0": [1.0, -0.1, 1.5, NAN, "0", None],
+    # a probability in [0, 1]
+    "prob": [-0.1, 1.5, NAN, INF, "0.5", None],
+    # a sample rate q ∈ (0, 1]
+    "rate": [0.0, -0.1, 1.5, NAN, "0.1", None],
+    # a fraction in (0, 1)
+    "frac_open": [0.0, 1.0, -0.2, 1.2, NAN, "0.5", None],
+    # a fraction in [0, 1)
+    "frac0": [1.0, -0.2, 1.2, NAN, "0.5", None],
+    # an integer ≥ 1 (n, k, T, a size)
+    "int1": [0, -3, 2.5, NAN, "3", None, True],
+    # an integer ≥ 0 (a seed)
+    "int0": [-1, 2.5, NAN, "3", None, True],
+    # a numpy Generator or a seed
+    "rng": [None, -1, "seed", 1.5, NAN],
+    # a private release's seed: None is valid (fresh OS entropy, dplib.device.release_seed)
+    "seed": [-1, 2.5, NAN, "3", True],
+    # the generator of a private release: None is valid (fresh OS entropy)
+    "release_rng": [-1, "seed", 1.5, NAN],
+    # True / False
+    "bool": ["yes", None, 2, NAN],
+    # a name from a fixed list
+    "choice": ["no-such-option", None, 3],
+    # a non-empty array of finite reals
+    "array": [[], [NAN], [1.0, INF], "abc", None],
+    # orders α > 1
+    "orders": [[0.5, 2.0], [1.0], [NAN], [], "abc", None],
+    # an array of probabilities
+    "prob_array": [[-0.1], [1.5], [NAN], "abc", None],
+    # an array of reals ≥ 0
+    "nonneg_array": [[-1.0], [NAN], "abc", None],
+    # 0/1 answers
+    "binary": [[0, 2], [], ["a", "b"], [0.5], None],
+}
+
+
+@dataclass
+class Spec:
+    """A public callable, how to call it validly, and the kind of each parameter to spoil."""
+    name: str                         # qualified name, as public_callables() reports it
+    target: Callable[[], Callable]    # returns the callable (fresh object for methods)
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)   # param -> family name or explicit list
+    # how a bad value must be named in the message, when not the parameter name itself
+    names: dict = field(default_factory=dict)
+
+
+def call_spec(spec: Spec, param: str | None = None, value: Any = None) -> Any:
+    """Call ``spec``'s callable with its valid arguments, ``param`` (when given) set to
+    ``value``: the one call a bad-input case makes."""
+    fn = spec.target()
+    sig = inspect.signature(fn)
+    bound = sig.bind_partial(*spec.args, **spec.kwargs)
+    if param is not None:
+        if param in sig.parameters and sig.parameters[param].kind == inspect.Parameter.VAR_KEYWORD:
+            raise AssertionError("cannot spoil **kwargs")
+        bound.arguments[param] = value
+    return fn(*bound.args, **bound.kwargs)
+
+
+@dataclass
+class Case:
+    spec: Spec
+    param: str
+    value: Any
+
+    @property
+    def id(self) -> str:
+        v = self.value
+        if isinstance(v, np.ndarray):
+            text = f"array{v.shape}"
+        elif hasattr(v, "shape") and not isinstance(v, str):
+            text = f"{type(v).__name__}{tuple(v.shape)}"
+        elif isinstance(v, dict):
+            text = "{" + ", ".join(f"{k}: {getattr(x, 'shape', x)!s}" for k, x in v.items()) + "}"
+        elif callable(v) and not isinstance(v, type):
+            text = getattr(v, "__name__", type(v).__name__)
+        else:
+            text = repr(v)
+        if len(text) > 30:
+            text = text[:27] + "..."
+        return f"{self.spec.name}[{self.param}={text}]"
+
+    def run(self) -> Any:
+        return call_spec(self.spec, self.param, self.value)
+
+    def valid(self) -> Any:
+        return call_spec(self.spec, None, None)
+
+    def expected_name(self) -> str:
+        return self.spec.names.get(self.param, self.param)
+
+
+def cases(specs: list[Spec]) -> list[Case]:
+    out = []
+    for s in specs:
+        for param, kind in s.params.items():
+            values = BAD[kind] if isinstance(kind, str) else kind
+            out.extend(Case(s, param, v) for v in values)
+    return out
+
+
+def check_case(case: Case) -> str | None:
+    """None if the bad input is refused properly, else a description of what went wrong."""
+    try:
+        with np.errstate(all="ignore"):
+            result = case.run()
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        name = case.expected_name()
+        alternatives = "|".join(re.escape(n) for n in name.split("|"))
+        if not re.search(rf"\b({alternatives})\b", msg, flags=re.IGNORECASE):
+            return f"{type(exc).__name__} does not name {name!r}: {msg[:160]}"
+        return None
+    except Exception as exc:   # noqa: BLE001 - any other exception is a finding
+        return f"raised {type(exc).__name__} (not ValueError/TypeError): {str(exc)[:160]}"
+    return f"returned {type(result).__name__} {str(result)[:80]!r} instead of raising"
+
+
+# ---- discovery ------------------------------------------------------------------------------
+
+def public_callables() -> dict[str, object]:
+    """Every public function and class defined in a public dplib module (dplib.testing
+    aside), by qualified name."""
+    found: dict[str, object] = {}
+    for info in pkgutil.walk_packages(dplib.__path__, "dplib."):
+        if any(part.startswith("_") for part in info.name.split(".")) or \
+                info.name.startswith("dplib.testing"):    # the checks, not the library
+            continue
+        try:
+            mod = importlib.import_module(info.name)
+        except ImportError:      # optional dependency missing: nothing public to check there
+            continue
+        for attr, obj in vars(mod).items():
+            if attr.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                continue
+            module = getattr(obj, "__module__", "") or ""
+            if not module.startswith("dplib.") or any(p.startswith("_")
+                                                      for p in module.split(".")):
+                continue
+            found.setdefault(f"{module}.{obj.__qualname__}", obj)
+    return found
+
+
+#: Public callables deliberately not in the sweep, with the reason.
+EXCLUDED: dict[str, str] = {
+    "dplib.accounting.pld.DiscretePLD": "data container built by subsampled_gaussian_pld/compose",
+    "dplib.attacks.audit_stats.AuditResult": "result record returned by audit_from_samples",
+    "dplib.attacks.catalogue.MechanismAudit": "record built by mechanism_audits (its run() is "
+                                              "swept)",
+    "dplib.device.Setup": "result record returned by setup()",
+    "dplib.device.quick_mode": "no parameters (reads DPBOOK_QUICK)",
+    "dplib.widgets.format_value": "formats any value for display (numbers with separators, "
+                                  "dropdown options as their text): no bad input",
+    "dplib.widgets.frames_enabled": "no parameters (reads DPBOOK_WIDGET_FRAMES)",
+    "dplib.widgets.FrameGrid": "result record returned by frame_grid/plan_grid (swept)",
+    "dplib.datasets.default_root": "no parameters (reads DPBOOK_DATA)",
+    "dplib.plotting.use_book_style": "no parameters",
+    "dplib.widgets.Control": "record built by slider/int_slider/log_slider/dropdown (swept)",
+    "dplib.widgets.FigurePanel": "built by interactive_figure (swept)",
+    # result records (dataclasses returned by swept functions)
+    **{name: "result record returned by a library function" for name in (
+        "dplib.attacks.canary.CanaryAuditResult", "dplib.attacks.experiment.CanaryAudit",
+        "dplib.attacks.experiment.Population", "dplib.attacks.extraction.ExtractionResult",
+        "dplib.attacks.extraction.InversionResult", "dplib.attacks.lira.GaussianFits",
+        "dplib.attacks.shadow.BatchedModels", "dplib.features.PublicFeatureMap",
+        "dplib.icl.aggregation.Votes", "dplib.icl.data.TextDataset",
+        "dplib.icl.experiments.DPICLResult", "dplib.icl.prompts.PromptBatch",
+        "dplib.langevin.logistic.LogisticConstants", "dplib.langevin.sampler.SGLDResult",
+        "dplib.training.trainer.TrainResult")},
+    # experiment drivers: minutes of training each; their inputs reach the swept functions
+    **{name: "experiment driver (minutes per call); validated by the swept functions it calls"
+       for name in (
+        "dplib.attacks.experiment.canary_audit", "dplib.attacks.experiment.digits_pool",
+        "dplib.attacks.experiment.mia_model",
+        "dplib.attacks.experiment.population_epsilon_lower_bound",
+        "dplib.attacks.experiment.run_attacks", "dplib.attacks.experiment.train_population",
+        "dplib.attacks.shadow.ShadowModelAttack", "dplib.attacks.shadow.train_models_batched",
+        "dplib.attacks.shadow.train_models_sequential",
+        "dplib.attacks.extraction.extract_logistic_regression",
+        "dplib.attacks.extraction.invert_model", "dplib.attacks.extraction.prediction_api",
+        "dplib.features.digits_features", "dplib.features.synthetic_features",
+        "dplib.icl.aggregation.ensemble_votes", "dplib.icl.experiments.accuracy_table",
+        "dplib.icl.experiments.derailment", "dplib.icl.experiments.dp_icl_classify",
+        "dplib.icl.experiments.mia_one_shot", "dplib.icl.experiments.single_prompt_predict",
+        "dplib.icl.experiments.summarise_products", "dplib.icl.experiments.zero_shot_predict",
+        "dplib.icl.fewshot.generate_demonstrations", "dplib.icl.fewshot.private_next_tokens",
+        "dplib.icl.fewshot.synthetic_demonstrations",
+        "dplib.icl.fewshot.synthetic_demos_prompts",
+        "dplib.langevin.experiments.compare_methods",
+        "dplib.langevin.experiments.compare_on_digits",
+        "dplib.langevin.experiments.scaling_study",
+        )},
+    # data I/O, text utilities and language-model adapters (no privacy parameter; their files
+    # and downloads are tested in tests/unit)
+    **{name: "data I/O / text utility / model adapter: no numeric privacy input" for name in (
+        "dplib.datasets.is_online", "dplib.datasets.load_cifar10", "dplib.datasets.load_mnist",
+        "dplib.icl.data.download", "dplib.icl.data.load_agnews", "dplib.icl.data.load_book_data",
+        "dplib.icl.data.load_sst2", "dplib.icl.data.make_book_data",
+        "dplib.icl.data.product_reference", "dplib.icl.data.tokenize",
+        "dplib.icl.data.vocabulary", "dplib.icl.data.write_book_data",
+        "dplib.icl.experiments.format_table", "dplib.icl.experiments.unigram_f1",
+        "dplib.icl.model.HFCausalLM", "dplib.icl.model.HashingEmbedder",
+        "dplib.icl.model.OfflineICL", "dplib.icl.model.WordVectors", "dplib.icl.model.generate",
+        "dplib.icl.model.transformers_available", "dplib.icl.prompts.PromptTemplate",
+        "dplib.icl.prompts.template_for", "dplib.langevin.experiments.format_comparison")},
+    "dplib.attacks.roc.plot_roc": "draws on a matplotlib axis; its inputs go through roc_curve",
+    # chapter 8: what _specs_encoding does not call, with the reason
+    "dplib.encoding.noise.NoiseDistribution": "abstract base class; its subclasses are swept",
+    "dplib.encoding.noise.ScipyNoise": "wraps a scipy distribution object (refuses skewed ones;"
+                                       " tested in tests/unit/test_encoding.py)",
+    "dplib.encoding.moments.MomentTable": "data container built by moment_table",
+    "dplib.encoding.accounting.EncodingAccountant": "its inputs go through codebook_rdp and "
+                                                    "dplib.accounting's conversion (swept)",
+    **{f"dplib.encoding.{name}": "training loop or experiment driver of chapter 8; its inputs "
+                                 "go through the swept functions and dplib.training"
+       for name in (
+        "codebook.gradient_values", "train.EncodedTrainResult", "train.encoded_noisy_gradient",
+        "train.flat_grads", "train.privatization_error", "train.train_encoded",
+        "experiment.compare_on_digits", "experiment.digits_problem",
+        "experiment.encoding_throughput", "experiment.format_table",
+        "experiment.gaussian_sigma_for_epsilon", "experiment.l1_versus_d2",
+        "experiment.method_noise", "experiment.run_method", "experiment.same_lr_control")},
+}
+
+
+def all_specs() -> list[Spec]:
+    """Every entry of the table: one :class:`Spec` per swept public callable."""
+    from .bad_inputs_core import core_specs, support_specs
+    from .bad_inputs_ml import ml_specs
+    from .bad_inputs_models import encoding_specs, models_erm_specs
+    return core_specs() + support_specs() + ml_specs() + encoding_specs() + models_erm_specs()
+
+
+#: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.
+#: The sweep checks that they still fail, so a fix is noticed and the entry removed.
+KNOWN_GAPS: dict[str, str] = {}

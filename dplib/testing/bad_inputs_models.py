@@ -1,0 +1,277 @@
+"""Bad-input specs (:class:`~dplib.testing.bad_inputs.Spec`) of gradient encoding (chapter 8),
+convex ERM, DP-SGLD's logistic regression, the model builders and the gradient helpers."""
+from __future__ import annotations
+
+import numpy as np
+
+from .bad_inputs import BAD, INF, NAN, Spec
+
+
+def encoding_specs() -> list[Spec]:
+    """Chapter 8: noise families, numerical Rényi moments, the code-book accounting, encoding."""
+    import torch
+
+    from dplib import encoding as E
+    from dplib.encoding import moments as EM
+    g = E.GaussianNoise(1.0)
+    vectors = np.array([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.6, 0.8], [0.5, 0.5, 0.5, 0.5]])
+    book = E.Codebook(vectors)        # sorted ascending, norm 1, as Algorithm 2 needs
+    grads = torch.ones(2, 4)
+    orders = [2, 3]
+    return [
+        Spec("dplib.encoding.noise.GaussianNoise", lambda: E.GaussianNoise, args=(1.0,),
+             params=dict(scale="pos")),
+        Spec("dplib.encoding.noise.LaplaceNoise", lambda: E.LaplaceNoise, args=(1.0,),
+             params=dict(scale="pos")),
+        Spec("dplib.encoding.noise.StudentTNoise", lambda: E.StudentTNoise, args=(9.0, 1.0),
+             params=dict(df="pos", scale="pos")),
+        Spec("dplib.encoding.noise.make_noise", lambda: E.make_noise, args=("student_t", 1.0),
+             params=dict(family="choice", scale="pos", df="pos")),
+        Spec("dplib.encoding.moments.gaussian_log_moments", lambda: EM.gaussian_log_moments,
+             args=([0.5], orders, 1.0), params=dict(tau="array", sigma="pos")),
+        Spec("dplib.encoding.moments.laplace_log_moments", lambda: EM.laplace_log_moments,
+             args=([0.5], orders, 1.0), params=dict(tau="array", b="pos")),
+        Spec("dplib.encoding.moments.log_moments", lambda: EM.log_moments,
+             args=(g, [0.5], orders), params=dict(noise=[None, 1.0, "gaussian"],
+                                                   tau="array", rtol="pos")),
+        Spec("dplib.encoding.moments.small_shift_constant", lambda: EM.small_shift_constant,
+             args=(g, orders), params=dict(noise=[None, 1.0, "gaussian"],
+                                           orders=[[0.5], [-1], [NAN], [], "abc", None])),
+        Spec("dplib.encoding.moments.mixture_renyi_1d", lambda: EM.mixture_renyi_1d,
+             args=(g.logpdf, 0.5, 0.1, 2.0),
+             params=dict(tau=[NAN, INF, "x", None], sample_rate="rate",
+                         alpha=[1.0, 0.5, NAN, INF, "2", None], direction="choice")),
+        Spec("dplib.encoding.accounting.lemma4_rdp", lambda: E.lemma4_rdp,
+             args=(orders, 0.1, [0.0, 0.0, 0.0, 1.0], g),
+             params=dict(orders=[[1.0], [0.5], [NAN], [], "abc", None], sample_rate="rate",
+                         code_vector="array", noise=[None, 1.0], method="choice")),
+        Spec("dplib.encoding.accounting.codebook_rdp", lambda: E.codebook_rdp,
+             args=(orders, 0.1, book, g),
+             params=dict(sample_rate="rate", codebook=[None, "abc", [], [[NAN, 1.0]]],
+                         noise=[None, 1.0], method="choice")),
+        Spec("dplib.encoding.accounting.encoding_epsilon", lambda: E.encoding_epsilon,
+             args=(book, g, 0.1, 10, 1e-5),
+             params=dict(sample_rate="rate", num_steps="int1", delta="delta",
+                         noise=[None, 1.0], conversion="choice")),
+        Spec("dplib.encoding.accounting.calibrate_noise_scale",
+             lambda: E.calibrate_noise_scale, args=(g, 1.0, 1e-5, 0.1, 10, book),
+             params=dict(target_epsilon="pos", delta="delta", sample_rate="rate",
+                         num_steps="int1", noise=[None, 1.0])),
+        Spec("dplib.encoding.codebook.Codebook", lambda: E.Codebook, args=(vectors,),
+             params=dict(vectors=[None, "abc", [], [[NAN, 1.0]], [1.0, 2.0]])),
+        Spec("dplib.encoding.codebook.build_codebook", lambda: E.build_codebook,
+             args=(5, 4), kwargs=dict(rng=0),
+             params=dict(n_codes="int1", dim="int1", rng="rng", threshold=[-1.0, NAN, None],
+                         keep_fraction=[0.0, 1.5, NAN, None], norm="pos")),
+        Spec("dplib.encoding.codebook.encode", lambda: E.encode, args=(grads, book),
+             params=dict(grads=[None, "abc", torch.ones(2, 5), torch.full((2, 4), NAN)],
+                         codebook=[None, np.eye(4)])),
+        Spec("dplib.encoding.denoise.ks_distance", lambda: E.ks_distance,
+             args=(torch.zeros(5), g), params=dict(values="array", noise=[None, 1.0])),
+        Spec("dplib.encoding.denoise.ks_denoise", lambda: E.ks_denoise,
+             args=(torch.zeros(5), g), params=dict(noisy="array", noise=[None, 1.0])),
+    ]
+
+
+def models_erm_specs() -> list[Spec]:
+    """Convex ERM (dplib.training.erm), DP-SGLD's logistic regression and its counterexample
+    (dplib.langevin), make_mnist_cnn, and the public steps of chapter 8's code-book accounting.
+    Tiny data (20 rows × 3 features), so even the private mechanisms run in milliseconds."""
+    out: list[Spec] = []
+    try:
+        from dplib.training import erm as E
+        Xe, ye, _ = E.synthetic_logistic(20, 3, rng=0)
+        w = np.full(3, 0.1)
+        bad_X = [Xe[:5], Xe[0], np.full((20, 3), NAN), "abc", None, []]
+        bad_Xb = bad_X + [Xe * 10]                 # rows of norm > 1: the loss is not 1-Lipschitz
+        bad_y = [ye[:5], ye + 2, np.full(20, 0.5), [NAN] * 20, None, "abc"]
+        bad_w = [[NAN] * 3, [0.1, 0.2], "abc", None, np.zeros((3, 1))]
+        lam0 = [-1e-9, -1.0, NAN, INF, "0.1", None]
+        out += [
+            Spec("dplib.training.erm.logistic_loss", lambda: E.logistic_loss, args=(w, Xe, ye),
+                 params=dict(w=bad_w, X=bad_X, y=bad_y)),
+            Spec("dplib.training.erm.logistic_grad", lambda: E.logistic_grad, args=(w, Xe, ye),
+                 params=dict(w=bad_w, X=bad_X, y=bad_y)),
+            Spec("dplib.training.erm.fit_logistic", lambda: E.fit_logistic, args=(Xe, ye),
+                 kwargs=dict(lam=0.1, steps=50),
+                 params=dict(X=bad_Xb, y=bad_y, lam=lam0, radius=[0.0, -1.0, NAN, "1.0", None],
+                             linear_term=[[NAN] * 3, [1.0, 2.0], "abc", np.zeros((3, 3))],
+                             steps="int1")),
+            Spec("dplib.training.erm.dp_gd_logistic", lambda: E.dp_gd_logistic, args=(Xe, ye),
+                 kwargs=dict(epsilon=0.5, delta=1e-5, steps=5, radius=1.0, rng=0),
+                 params=dict(X=bad_Xb, y=bad_y, epsilon=BAD["pos"] + [1.5], delta="delta",
+                             steps="int1", radius="pos", rng="release_rng",
+                             lr_scale=[0.0, -1.0, NAN, INF, "1.0"], form="choice")),
+            Spec("dplib.training.erm.output_perturbation_logistic",
+                 lambda: E.output_perturbation_logistic, args=(Xe, ye),
+                 kwargs=dict(lam=0.1, epsilon=1.0, delta=1e-5, rng=0),
+                 params=dict(X=bad_Xb, y=bad_y, lam="pos", epsilon="pos", delta="delta",
+                             rng="release_rng")),
+            Spec("dplib.training.erm.objective_perturbation_logistic",
+                 lambda: E.objective_perturbation_logistic, args=(Xe, ye),
+                 kwargs=dict(lam=0.1, epsilon=1.0, rng=0),
+                 params=dict(X=bad_Xb, y=bad_y, lam="pos", epsilon="pos", rng="release_rng")),
+            Spec("dplib.training.erm.balanced_lambda", lambda: E.balanced_lambda,
+                 args=("output", 1.0, 1e-5, 100, 3, 2.0),
+                 params=dict(method="choice", epsilon="pos", delta="delta", n="int1",
+                             d="int1", radius="pos")),
+        ]
+    except ImportError:
+        pass
+    try:
+        import dplib.langevin as SG
+        rng = np.random.default_rng(0)
+        Xs = rng.normal(size=(20, 3)) / 2
+        ys = np.arange(20) % 2
+        theta = np.zeros((2, 6))
+        bad_X = [Xs[:5], Xs[0], np.full((20, 3), NAN), "abc", None, []]
+        bad_y = [ys[:5], ys + 5, np.full(20, 0.5), None, "abc", -ys]
+        bad_theta = [np.full((2, 6), NAN), np.zeros((2, 5)), "abc", None, np.zeros((2, 3, 6))]
+        bad_c = [1, 0, 2.5, None, "2", True]
+        lam0 = [-1e-9, -1.0, NAN, INF, "0.1", None]
+        grad = lambda: SG.logistic_regression_grad(Xs, ys, 0.1, 2, device="cpu")  # noqa: E731
+        out += [
+            Spec("dplib.langevin.logistic.logistic_regression_constants",
+                 lambda: SG.logistic_regression_constants, args=(Xs, 0.1),
+                 kwargs=dict(num_classes=2),
+                 params=dict(X=bad_X[1:], lam="pos", num_classes=bad_c,
+                             smoothness="choice",
+                             feature_bound=[0.0, -1.0, NAN, INF, "1.0", 0.01])),
+            Spec("dplib.langevin.logistic.logistic_regression_grad",
+                 lambda: SG.logistic_regression_grad,
+                 args=(Xs, ys, 0.1, 2), kwargs=dict(device="cpu"),
+                 params=dict(X=bad_X, y=bad_y, lam=lam0, num_classes=bad_c,
+                             device=["tpu", 3])),
+            Spec("dplib.langevin.logistic.logistic_regression_loss",
+                 lambda: SG.logistic_regression_loss,
+                 args=(theta, Xs, ys, 0.1, 2),
+                 params=dict(theta=bad_theta, X=bad_X, y=bad_y, lam=lam0, num_classes=bad_c)),
+            Spec("dplib.langevin.logistic.logistic_regression_accuracy",
+                 lambda: SG.logistic_regression_accuracy, args=(theta, Xs, ys, 2),
+                 params=dict(theta=bad_theta, X=bad_X, y=bad_y, num_classes=bad_c)),
+            Spec("dplib.langevin.counterexample.one_step_delta_lower_bound",
+                 lambda: SG.one_step_delta_lower_bound,
+                 args=(1.0,),
+                 kwargs=dict(lipschitz=1.0, sigma=0.5, lam=0.5, eta=0.5, n=10, batch_size=1,
+                             radius=1.0, num_thresholds=101),
+                 params=dict(epsilon=[-1e-9, -1.0, NAN, INF, "1", None],
+                             lipschitz=BAD["pos"] + [0.25], sigma="pos", lam="pos",
+                             eta=BAD["pos"] + [2.0], n="int1",
+                             batch_size=[0, -1, 2.5, None, 11], radius="pos",
+                             num_thresholds=[2, 0, 2.5, None, "101"],
+                             return_threshold="bool")),
+            Spec("dplib.langevin.counterexample.theorem_3_1_refutation",
+                 lambda: SG.theorem_3_1_refutation, args=(1.0,),
+                 kwargs=dict(lipschitz=1.0, sigma=0.5, lam=0.5, n=10, batch_size=1,
+                             step_sizes=[0.5, 0.25], radius=1.0),
+                 params=dict(epsilon=[-1e-9, -1.0, NAN, INF, "1", None],
+                             lipschitz=BAD["pos"] + [0.25], sigma="pos", lam="pos", n="int1",
+                             batch_size=[0, -1, 2.5, None, 11],
+                             step_sizes=[[], [NAN], [0.5, -0.1], "abc", None],
+                             radius="pos")),
+            Spec("dplib.langevin.sampler.dp_sgld", lambda: SG.dp_sgld, args=(grad(),),
+                 kwargs=dict(n=20, batch_size=5, step_sizes=0.01, K=10, sigma=0.1, seed=0,
+                             lam=0.1, shape=(2, 6), device="cpu"),
+                 params=dict(grad_fn=[None, 3, "grad"],
+                             theta0=[np.full((2, 6), NAN), "ab", np.zeros(6)],
+                             n="int1", batch_size=[0, -1, 2.5, None, 21],
+                             step_sizes=[0.0, -0.1, NAN, INF, "0.1", None, [0.01, -0.01]],
+                             sigma=[-1e-9, -1.0, NAN, INF, "0.1", None],
+                             K=[-1, 2.5, "3", NAN], seed="seed",
+                             radius=[0.0, -1.0, NAN, "1"], lam=BAD["pos"],
+                             shape=[(2,), (0, 6), (2.5, 6), None, "ab"],
+                             beta=[0.0, -1.0, NAN, 1000.0], device=["tpu", 3],
+                             trajectory="bool")),
+            Spec("dplib.langevin.sampler.train_dp_sgld_logistic", lambda: SG.train_dp_sgld_logistic,
+                 args=(Xs, ys),
+                 kwargs=dict(num_classes=2, lam=0.1, epochs=1.0, batch_size=5, device="cpu"),
+                 params=dict(X=bad_X, y=bad_y, num_classes=bad_c, lam="pos", epochs="pos",
+                             batch_size=[0, -1, 2.5, None, 21],
+                             target_epsilon=[0.0, -1.0, NAN, INF, "1.0"], delta="delta",
+                             schedule="choice", smoothness="choice",
+                             feature_bound=[0.0, -1.0, NAN, "1", 0.01],
+                             chains=[0, -1, 2.5, "2", None], seed="seed",
+                             eval_data=[(Xs,), (Xs, ys[:5]), "ab", (Xs, ys + 5)],
+                             device=["tpu", 3])),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib.training import models as MO
+        out.append(Spec("dplib.training.models.make_mnist_cnn", lambda: MO.make_mnist_cnn,
+                        kwargs=dict(seed=0), params=dict(seed=[-1, 2.5, NAN, "3", True])))
+        import torch
+        import dplib.training.grads as GR
+        import dplib.training.trainer as TT
+        from dplib import device as DV2
+        from dplib.accounting import without_replacement as WOR
+        lin = MO.make_logistic_regression(4, 2)
+        out += [
+            Spec("dplib.accounting.without_replacement.wor_gaussian_pld",
+                 lambda: WOR.wor_gaussian_pld, args=(1.0, 0.01),
+                 params=dict(noise_multiplier="pos", sample_rate="rate",
+                             value_discretization_interval=[0.0, -1e-3, NAN, "x"])),
+            Spec("dplib.accounting.without_replacement.wor_gaussian_epsilon",
+                 lambda: WOR.wor_gaussian_epsilon, args=(1.0, 0.01, 10, 1e-5),
+                 params=dict(noise_multiplier="pos", sample_rate="rate", num_steps="int1",
+                             delta="delta", value_discretization_interval=[0.0, -1e-3, NAN])),
+            Spec("dplib.datasets.load_cached_result", lambda: __import__(
+                "dplib.datasets", fromlist=["x"]).load_cached_result,
+                 args=("encoding_digits",), params=dict(name=["nope", None, 3])),
+            Spec("dplib.accounting.calibrate.safe_log_root",
+                 lambda: __import__("dplib.accounting.calibrate",
+                                    fromlist=["x"]).safe_log_root,
+                 args=(lambda s: 1.0 / s - 1.0, 0.5, 2.0), kwargs=dict(rtol=1e-6),
+                 params=dict(rtol=[0.0, -1.0, 1.0, NAN, None], lo=[0.0, -1.0, NAN, None],
+                             hi=[0.0, -1.0, NAN, None])),
+            Spec("dplib.device.release_seed", lambda: DV2.release_seed, kwargs=dict(seed=3),
+                 params=dict(seed="seed", bits=[0, 64, -1, 2.5, None, "8"])),
+            Spec("dplib.training.grads.row_norms", lambda: GR.row_norms,
+                 args=(torch.ones(3, 2),), params=dict(rows=[torch.ones(3), None, "abc"])),
+            Spec("dplib.training.grads.zero_dead", lambda: GR.zero_dead,
+                 args=(torch.ones(3, 2), torch.ones(3)), params=dict(t=[None, "abc"],
+                                                                    f=[None, "abc"])),
+            Spec("dplib.training.grads.weighted_example_sum", lambda: GR.weighted_example_sum,
+                 args=(torch.ones(3), torch.ones(3, 2)),
+                 params=dict(f=[torch.ones(2), torch.ones(3, 1), None],
+                             g=[torch.ones(2, 2), None, "abc"])),
+            Spec("dplib.training.models.check_examples_independent",
+                 lambda: MO.check_examples_independent, args=(lin, torch.ones(3, 4)),
+                 params=dict(model=[None, "model"], like=[None, torch.tensor(1.0)])),
+            Spec("dplib.training.models.forward_must_not_mutate",
+                 lambda: (lambda model: MO.forward_must_not_mutate(model).__enter__()),
+                 args=(lin,), params=dict(model=[None, "model"])),
+            Spec("dplib.training.trainer.check_sum_range", lambda: TT.check_sum_range,
+                 args=(1.0, 1.0, 10), params=dict(max_grad_norm=[0.0, -1.0, NAN, None],
+                                                  noise_multiplier=[-1.0, NAN, None],
+                                                  size=[-1, 2.5, None],
+                                                  dtype=[torch.int64, None, "float32"])),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib import encoding as EN
+        from dplib.encoding import accounting as EA
+        from dplib.encoding import moments as EM
+        g = EN.GaussianNoise(1.0)
+        st = EN.StudentTNoise(9.0, 1.0)     # check_monotone returns at once for Gaussian/Laplace
+        book = EN.Codebook(np.array([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.6, 0.8],
+                                     [0.5, 0.5, 0.5, 0.5]]))
+        bad_noise = [None, 1.0, "gaussian"]
+        out += [
+            Spec("dplib.encoding.moments.moment_table", lambda: EM.moment_table,
+                 args=(g, 3, 1.0),
+                 params=dict(noise=bad_noise, k_max=BAD["int1"] + [1], u_max="pos")),
+            Spec("dplib.encoding.moments.check_monotone", lambda: EM.check_monotone,
+                 args=(st, 3, 1.0),
+                 params=dict(noise=bad_noise, k_max=BAD["int1"] + [1], u_max="pos",
+                             tol=[-1.0, NAN, INF, "x", None])),
+            Spec("dplib.encoding.accounting.code_log_moments", lambda: EA.code_log_moments,
+                 args=(book, g, [2, 3]),
+                 params=dict(codebook=[None, "abc", [], [[NAN, 1.0]]], noise=bad_noise,
+                             orders=[[1], [0.5], [2.5], [NAN], [], "abc", None],
+                             method="choice")),
+        ]
+    except ImportError:
+        pass
+    return out

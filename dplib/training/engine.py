@@ -1,0 +1,171 @@
+"""The one DP-SGD engine: the loop every private trainer of dplib runs.
+
+A step of DP-SGD (Abadi et al. 2016, Algorithm 1) splits into parts that change independently —
+the split Opacus makes between its optimizer (clip, noise, scale) and its accountant:
+
+1. a **batch** — Poisson indices drawn from a public rate q (:func:`dplib.samplers.poisson_batches`);
+2. a **private sum** — the only data-dependent quantity, each record's contribution bounded
+   (clipped per-example gradients; encoded gradients in :mod:`dplib.encoding`);
+3. a **privatizer** — noise on that sum (and anything computed from the noisy sum alone);
+4. the division by the public expected batch size and the **update** — post-processing;
+5. the **accountant** — it sees only the privatizer's event (:mod:`dplib.accounting.events`).
+
+:func:`dpsgd_loop` is steps 1–4 with the parts passed in, and :class:`EpsilonTracker` is step 5.
+:func:`dplib.training.train` (one model, ``torch.optim``), :func:`dplib.encoding.train_encoded`
+(the gradient-encoding privatizer), :func:`dplib.attacks.shadow.train_models_batched` (a stack of
+models under ``vmap``) and the canary audit (:mod:`dplib.attacks.canary`) all run this loop, so a
+fix to the loop — or a new privatizer — reaches every trainer.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
+
+import numpy as np
+import torch
+
+from .._validate import check_real
+from ..accounting import DpEvent, dpsgd_event, make_accountant, rdp_to_epsilon
+from .grads import check_max_grad_norm
+
+__all__ = ["Privatizer", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker"]
+
+
+class Privatizer(Protocol):
+    """What the engine needs from a privatizer: noise on a private sum, and the event it is."""
+
+    def add_noise(self, total: dict[str, torch.Tensor], generator: object
+                  ) -> tuple[dict[str, torch.Tensor], dict]:
+        """The noisy sum (and diagnostics computed from it)."""
+
+    def event(self, sample_rate: float, steps: int) -> DpEvent | None:
+        """The event ``steps`` steps at rate q are (None: not private)."""
+
+
+def gaussian_noise(shape: tuple, generator: object, dtype: torch.dtype,
+                   device: torch.device) -> torch.Tensor:
+    """N(0, 1) of ``shape`` from ``generator`` — a ``torch.Generator``, or a list of them (one per
+    model of a stack: ``shape[0]`` draws of ``shape[1:]``, model m from generator m, so a model's
+    noise does not depend on how many models share the stack). Drawn on the generator's device
+    and moved to ``device``."""
+    if isinstance(generator, (list, tuple)):
+        if len(generator) != shape[0]:
+            raise ValueError(f"generator must hold one generator per model ({shape[0]}), got "
+                             f"{len(generator)}")
+        z = torch.stack([torch.randn(shape[1:], generator=g, dtype=dtype, device=g.device)
+                         .to(device) for g in generator])
+        return z
+    gdev = generator.device if generator is not None else device
+    return torch.randn(shape, generator=generator, dtype=dtype, device=gdev).to(device)
+
+
+@dataclass(frozen=True)
+class GaussianPrivatizer:
+    """N(0, σ²C²·I) on a sum of per-example gradients clipped to norm C = ``max_grad_norm``
+    (σ = ``noise_multiplier``; σ = 0 is non-private training, ε = ∞). ``noise_scale`` ≠ 1
+    deliberately mis-scales the noise while the accountant still sees σ — only for testing that
+    audits catch a broken trainer."""
+
+    noise_multiplier: float
+    max_grad_norm: float
+    noise_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check_real(
+            "noise_multiplier", self.noise_multiplier, low=0.0, low_open=False))
+        object.__setattr__(self, "max_grad_norm", check_max_grad_norm(self.max_grad_norm))
+        object.__setattr__(self, "noise_scale", check_real(
+            "noise_scale", self.noise_scale, low=0.0, low_open=False))
+        if math.isinf(self.max_grad_norm) and self.noise_multiplier > 0:
+            raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got "
+                             f"{self.noise_multiplier:g}")
+
+    @property
+    def std(self) -> float:
+        """The noise standard deviation σ·C (times ``noise_scale``)."""
+        return self.noise_multiplier * self.max_grad_norm * self.noise_scale \
+            if self.noise_multiplier > 0 else 0.0
+
+    def add_noise(self, total: dict[str, torch.Tensor], generator: object
+                  ) -> tuple[dict[str, torch.Tensor], dict]:
+        if self.std == 0.0:
+            return dict(total), {}
+        return {k: g + self.std * gaussian_noise(tuple(g.shape), generator, g.dtype, g.device)
+                for k, g in total.items()}, {}
+
+    def event(self, sample_rate: float, steps: int) -> DpEvent | None:
+        if self.noise_multiplier == 0:
+            return None
+        return dpsgd_event(self.noise_multiplier, sample_rate, steps)
+
+
+def _scaled(g: torch.Tensor, denom: float | torch.Tensor) -> torch.Tensor:
+    if isinstance(denom, torch.Tensor):            # one divisor per model of a stack
+        return g / denom.view(-1, *([1] * (g.dim() - 1)))
+    return g / denom
+
+
+def dpsgd_loop(batches: Iterable, private_sum: Callable[[object], tuple[dict, dict]],
+               privatizer: Privatizer, generator: object, denom: float | torch.Tensor,
+               update: Callable[[dict, int], None],
+               on_step: Callable[[int, dict], None] | None = None) -> None:
+    """Run DP-SGD: for each batch, ``private_sum(batch)`` → (sum per parameter, info), noise by
+    ``privatizer`` (drawing from ``generator``), division by the public ``denom`` (a float, or a
+    tensor with one divisor per model of a stack), then ``update(gradient, t)`` and
+    ``on_step(t, info)`` (t = 1, 2, …). Everything after the noise is post-processing."""
+    for t, batch in enumerate(batches, start=1):
+        total, info = private_sum(batch)
+        noisy, extra = privatizer.add_noise(total, generator)
+        update({k: _scaled(g, denom) for k, g in noisy.items()}, t)
+        if on_step is not None:
+            on_step(t, {**info, **extra})
+
+
+class EpsilonTracker:
+    """ε after t of the run's T steps, from the privatizer's event and an accountant.
+
+    ``accountant`` is a registry name (:func:`dplib.accounting.make_accountant`) or a factory.
+    Rényi accountants (they expose ``rdp`` and ``orders``) take ε(t) from t times one step's curve — RDP
+    adds up (Mironov 2017, Prop. 1) — without re-composing; others compose the steps taken since
+    the last query. :attr:`accountant` holds the T steps once :meth:`final` is called."""
+
+    def __init__(self, privatizer: Privatizer, sample_rate: float, steps: int, delta: float,
+                 accountant: object = "rdp") -> None:
+        self.delta, self.sample_rate, self.steps = delta, sample_rate, steps
+        self.privatizer = privatizer
+        factory = (lambda: make_accountant(accountant)) if isinstance(accountant, str) \
+            else accountant
+        self.accountant = factory()
+        self._one = privatizer.event(sample_rate, 1)
+        self._accounted = 0
+        self._curve = None
+        if self._one is not None:
+            probe = factory().compose(self._one)      # refuses an event it cannot bound
+            if hasattr(probe, "rdp") and hasattr(probe, "orders"):
+                self._curve = probe.rdp
+
+    @property
+    def private(self) -> bool:
+        return self._one is not None
+
+    def at(self, t: int) -> float:
+        """ε after t steps (∞ for a non-private run)."""
+        if not self.private:
+            return math.inf
+        if self._curve is not None and t < self.steps:
+            return float(rdp_to_epsilon(self.accountant.orders, t * self._curve, self.delta,
+                                        method=self.accountant.conversion)[0])
+        if t > self._accounted:        # the attached accountant itself records the steps taken
+            self.accountant.compose(self.privatizer.event(self.sample_rate, t - self._accounted))
+            self._accounted = t
+        return self.accountant.get_epsilon(self.delta)
+
+    def final(self) -> float:
+        """ε after all T steps, recorded in :attr:`accountant`."""
+        return self.at(self.steps)
+
+
+def batch_sizes(batches: list[np.ndarray]) -> np.ndarray:
+    """The realised size of every batch (a diagnostic, not covered by ε)."""
+    return np.array([b.size for b in batches])
