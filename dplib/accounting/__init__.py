@@ -28,7 +28,7 @@ probability q (``sample_rate``), the sum of contributions clipped to norm C gets
 from __future__ import annotations
 
 from . import without_replacement  # noqa: F401  (dplib.accounting.without_replacement)
-from ._base import Accountant
+from ._base import Accountant, check_delta, check_orders
 from .calibrate import calibrate, calibrate_noise, safe_log_root
 from .composition import (advanced_composition, basic_composition, group_privacy,
                           optimal_composition_delta, optimal_composition_epsilon)
@@ -53,5 +53,5 @@ __all__ = [
     "safe_log_root", "DpEvent", "GaussianEvent", "LaplaceEvent", "PoissonSampledEvent",
     "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent", "RDPCurveEvent",
     "dpsgd_event", "laplace_rdp", "make_accountant", "register_accountant", "accountant_names",
-    "wor_gaussian_pld", "wor_gaussian_epsilon",
+    "wor_gaussian_pld", "wor_gaussian_epsilon", "check_delta", "check_orders",
 ]

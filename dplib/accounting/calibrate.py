@@ -200,15 +200,15 @@ def _factory(accountant: object, options: dict) -> Callable[[], Accountant]:
                      f"got {accountant!r}")
 
 
-def _too_large(eps_t: float, d: float, ceiling: float) -> str:
-    return (f"target_epsilon={eps_t:g} needs a noise scale > {ceiling:g} at delta={d:g}; "
-            f"allowed target_epsilon is the ε reached at that scale or more")
+def _too_large(eps_t: float, d: float, ceiling: float, name: str) -> str:
+    return (f"target_epsilon={eps_t:g} needs {name} > {ceiling:g} at delta={d:g}; allowed "
+            f"target_epsilon is the ε reached at {name} = {ceiling:g} or more")
 
 
 def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta: float, *,
               accountant: object = "rdp", rtol: float = 1e-4, guess: tuple[float, float] =
               (0.5, 2.0), floor: float = _SIGMA_MIN, ceiling: float = _SIGMA_MAX,
-              **options: object) -> float:
+              name: str = "scale", **options: object) -> float:
     """The smallest scale s (to relative tolerance ``rtol``) such that the accountant certifies
     (target_epsilon, δ) for the event ``event_of(s)`` — for any accountant and any event.
 
@@ -217,7 +217,7 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     become more private as s grows (a noise multiplier or scale). The root is bracketed from
     ``guess`` within [floor, ceiling] and returned on the safe side (:func:`safe_log_root`):
     ε(s) ≤ target_epsilon holds for it; ``floor`` is returned when even it meets the target, and
-    ``ValueError`` is raised when ``ceiling`` does not.
+    ``ValueError`` ("… needs ``name`` > ceiling …") is raised when ``ceiling`` does not.
 
     >>> from dplib.accounting.events import GaussianEvent, SelfComposedEvent
     >>> s = calibrate(lambda s: SelfComposedEvent(GaussianEvent(s), 10), 1.0, 1e-5)
@@ -231,7 +231,7 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     tol = check_probability("rtol", rtol, low_open=True, high_open=True)
     make = _factory(accountant, options)
     if isinstance(accountant, str) and accountant_class(accountant) is PLDAccountant:
-        fast = _pld_calibration(event_of, eps_t, d, options, tol, floor, ceiling)
+        fast = _pld_calibration(event_of, eps_t, d, options, tol, floor, ceiling, name)
         if fast is not None:
             return fast
     seen: dict[float, float] = {}   # brentq re-evaluates the bracket ends: remember them
@@ -243,11 +243,12 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
 
     lo, hi = guess
     return safe_log_root(excess, lo, hi, rtol=tol, floor=floor, ceiling=ceiling,
-                         too_large=_too_large(eps_t, d, ceiling))
+                         too_large=_too_large(eps_t, d, ceiling, name))
 
 
 def _pld_calibration(event_of: Callable[[float], DpEvent], eps_t: float, d: float,
-                     options: dict, rtol: float, floor: float, ceiling: float) -> float | None:
+                     options: dict, rtol: float, floor: float, ceiling: float,
+                     name: str) -> float | None:
     """:func:`_pld_sigma` started from the RDP root, when the RDP accountant can bound the event
     under the same relation and the scale range is the default one; else None (the caller then
     searches with the PLD accountant alone)."""
@@ -259,12 +260,13 @@ def _pld_calibration(event_of: Callable[[float], DpEvent], eps_t: float, d: floa
     except ValueError:
         return None                 # e.g. Poisson sampling under replace-one
     try:
-        u_r = math.log(calibrate(event_of, eps_t, d, accountant="rdp", rtol=rtol, **rdp_options))
+        u_r = math.log(calibrate(event_of, eps_t, d, accountant="rdp", rtol=rtol, name=name,
+                                 **rdp_options))
     except ValueError:              # RDP needs σ > σ_max; the tighter PLD bound may not
         u_r = math.log(_SIGMA_MAX)
         acc = PLDAccountant(**options).compose(event_of(_SIGMA_MAX))
         if acc.get_epsilon(d) > eps_t:
-            raise ValueError(_too_large(eps_t, d, _SIGMA_MAX)) from None
+            raise ValueError(_too_large(eps_t, d, _SIGMA_MAX, name)) from None
     return _pld_sigma(eps_t, d, event_of, options, u_r, rtol)
 
 
@@ -296,10 +298,10 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num
     cls = accountant_class(accountant) if isinstance(accountant, str) else None
     if cls is None:
         raise ValueError(f"accountant must be a registered name, got {accountant!r}")
+    h = check_positive("value_discretization_interval", value_discretization_interval)
     options: dict = {"neighboring": neighboring}
     if cls is PLDAccountant:
-        options["value_discretization_interval"] = check_positive(
-            "value_discretization_interval", value_discretization_interval)
+        options["value_discretization_interval"] = h
     dpsgd_event(1.0, q, steps, sampling=sampling)          # validates sampling
     return calibrate(lambda s: dpsgd_event(s, q, steps, sampling=sampling), eps_t, d,
-                     accountant=accountant, rtol=rtol, **options)
+                     accountant=accountant, rtol=rtol, name="noise_multiplier", **options)

@@ -342,10 +342,10 @@ def audit_from_samples(samples_d: object, samples_d_prime: object, *, delta: flo
     level, so that far-tail events with a handful of counts that look good by chance lose —
     measured on the subsampled Gaussian and Laplace, it raises the worst of 16 audits from 0
     to about half the true ε at 1000–3000 runs per side). Any selection rule keeps the bound
-    valid, since the held-out runs are not used to choose. That single event is then counted on the held-out remainder and
-    :func:`epsilon_lower_bound_from_counts` gives the returned bound, valid with probability
-    ≥ ``confidence`` (the choice is independent of the held-out runs). Runs must be i.i.d.: the
-    split is by position, so pass samples in the order they were drawn.
+    valid, since the held-out runs are not used to choose. That single event is then counted on
+    the held-out remainder and :func:`epsilon_lower_bound_from_counts` gives the returned bound,
+    valid with probability ≥ ``confidence`` (the choice is independent of the held-out runs).
+    Runs must be i.i.d.: the split is by position, so pass samples in the order they were drawn.
 
     Follows the two-phase audit of Jagielski, Ullman & Oprea (2020, Alg. 2) and Nasr et al.
     (2021, Sec. 4): threshold chosen on one set of trained models, evaluated on fresh ones.

@@ -235,8 +235,9 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
     Trains ``runs`` models on D' and ``runs`` on D (all in one batched call; every model has its
     own initialisation, batches and noise), scores the canary in each by its logit-scaled
     confidence, and returns :func:`~dplib.attacks.audit_stats.audit_from_samples` on the two
-    samples (δ = the recipe's δ). Each run is an independent trial of the mechanism on a fixed pair of
-    neighbours, exactly the setting of the Clopper–Pearson audit (Jagielski et al. 2020, Alg. 2).
+    samples (δ = the recipe's δ). Each run is an independent trial of the mechanism on a fixed
+    pair of neighbours, exactly the setting of the Clopper–Pearson audit (Jagielski et al. 2020,
+    Alg. 2).
     ``seed=None`` draws 48 fresh bits (recorded); pass a seed to reproduce an audit.
     """
     from ..device import release_seed

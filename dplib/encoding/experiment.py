@@ -52,7 +52,7 @@ def gaussian_sigma_for_epsilon(target_epsilon: float, delta: float, sample_rate:
                           accountant=lambda: RDPAccountant(orders=INTEGER_ORDERS), rtol=1e-8,
                           guess=(lo, hi), floor=lo, ceiling=hi)
     except ValueError as err:
-        if "needs a noise scale" not in str(err):
+        if "needs scale >" not in str(err):
             raise
         sigma = lo
     if sigma <= lo:

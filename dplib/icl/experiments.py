@@ -185,8 +185,9 @@ def format_table(tables: dict[str, dict[str, dict]]) -> str:
 
     def cell(r: dict) -> str:
         return f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if len(r['runs']) > 1 else "")
-    rows = [{"data set": ds, **{n: cell(rows[n]) for n in names}} for ds, rows in tables.items()]
-    return tables_format(rows, ["data set", *names], sep=" | ", pad=False, rule=None)
+    table = [{"data set": ds, **{n: cell(by_name[n]) for n in names}}
+             for ds, by_name in tables.items()]
+    return tables_format(table, ["data set", *names], sep=" | ", pad=False, rule=None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,28 +56,15 @@ def calibrate_noise_replace_one(target_epsilon: float, delta: float, sample_rate
     """Noise multiplier σ making ``num_steps`` Poisson-subsampled Gaussian steps (DP-SGD)
     (ε, δ)-DP under *replace-one* adjacency, the relation of Theorem 3.1.
 
-    :func:`dplib.accounting.calibrate_noise` (and :func:`dplib.training.train`) use add/remove,
-    the convention of Opacus — which is also what the paper's DP-SGD baseline used. Replacing a
-    record is a removal and an addition, so the same ε is a weaker promise under add/remove.
-    Here ε(σ) is the PLD of :class:`dplib.accounting.PLDAccountant` with
-    ``neighboring="replace_one"``, solved by Brent's method in log σ; the result satisfies
-    ε(σ) ≤ target (checked).
+    :func:`dplib.training.train` accounts under add/remove, the convention of Opacus — which is
+    also what the paper's DP-SGD baseline used. Replacing a record is a removal and an addition,
+    so the same ε is a weaker promise under add/remove. Here σ is
+    :func:`dplib.accounting.calibrate_noise` with the PLD accountant and
+    ``neighboring="replace_one"`` (σ = noise std / C in both relations); ε(σ) ≤ target holds.
     """
-    from ..accounting import PLDAccountant
-    from ..accounting.calibrate import safe_log_root
-
-    eps_t = check_positive("target_epsilon", target_epsilon)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    T = check_int("num_steps", num_steps, low=1)
-    check_probability("delta", delta, low_open=True, high_open=True)
-
-    def f(s: float) -> float:
-        acc = PLDAccountant(neighboring="replace_one")
-        return acc.step(noise_multiplier=s, sample_rate=q, num_steps=T).get_epsilon(delta) - eps_t
-
-    return safe_log_root(f, 0.3, 3.0, rtol=2.5e-6, floor=1e-2, ceiling=1e4,
-                         too_large=f"target_epsilon={target_epsilon!r} needs a noise multiplier "
-                                   "above 1e4 for these delta, sample_rate, num_steps")
+    from ..accounting import calibrate_noise
+    return calibrate_noise(target_epsilon, delta, sample_rate, num_steps, "pld",
+                           neighboring="replace_one", rtol=2.5e-6)
 
 
 #: Rows of :func:`compare_methods`. The two "Thm 3.1 claim" rows account DP-SGLD by Theorem 3.1

@@ -316,7 +316,7 @@ def released_iterates_rdp(lipschitz: float, sigma: float, n: int, batch_size: in
     longest run, so a prefix may be rounded up on a coarser grid than its own call would use
     (still an upper bound).
     """
-    from ..accounting._base import check_orders
+    from ..accounting import check_orders
     from ..accounting.subsampling import wor_gaussian_rdp
 
     lip = check_positive("lipschitz", lipschitz)

@@ -157,7 +157,8 @@ def core_specs() -> list[Spec]:
                          delta="delta0", confidence="frac_open",
                          selection_fraction="frac_open", max_thresholds=[1, 0, 2.5, None],
                          selection_confidence="frac_open")),
-        Spec("dplib.attacks.audit_stats.max_certifiable_epsilon", lambda: AU.max_certifiable_epsilon,
+        Spec("dplib.attacks.audit_stats.max_certifiable_epsilon",
+             lambda: AU.max_certifiable_epsilon,
              kwargs=dict(n=1000), params=dict(n="int1", delta="delta0",
                                               confidence="frac_open")),
         Spec("dplib.attacks.catalogue.mechanism_audits", lambda: CA.mechanism_audits,
@@ -362,4 +363,58 @@ def support_specs() -> list[Spec]:
                          align=[{"a": "left"}, 3], widths=[{"a": -1}, {"a": 2.5}, 3],
                          sep=[3, ["a", "b"]], rule=["--", 3], footer=[3, "abc", [1]],
                          pad=["yes", None, 2], style=["html", None], missing=[3, None])),
+    ]
+
+
+def event_specs() -> list[Spec]:
+    """Accounting events, the accountant registry, generic calibration and the DP-SGD engine."""
+    import torch
+
+    from dplib import accounting as A
+    from dplib.accounting import events as E
+    from dplib.accounting import registry as R
+    from dplib.training import engine as G
+
+    gauss = A.GaussianEvent(1.0)
+    return [
+        Spec("dplib.accounting.events.GaussianEvent", lambda: A.GaussianEvent,
+             args=(1.0,), params=dict(noise_multiplier="pos")),
+        Spec("dplib.accounting.events.LaplaceEvent", lambda: A.LaplaceEvent,
+             args=(1.0,), params=dict(noise_multiplier="pos")),
+        Spec("dplib.accounting.events.PoissonSampledEvent", lambda: A.PoissonSampledEvent,
+             args=(0.1, gauss), params=dict(sample_rate="rate", event=[None, 1.0, "gauss"])),
+        Spec("dplib.accounting.events.SampledWithoutReplacementEvent",
+             lambda: A.SampledWithoutReplacementEvent, args=(0.1, gauss),
+             params=dict(sample_rate="rate", event=[None, 1.0, "gauss"])),
+        Spec("dplib.accounting.events.SelfComposedEvent", lambda: A.SelfComposedEvent,
+             args=(gauss, 3), params=dict(event=[None, 1.0], count="int1")),
+        Spec("dplib.accounting.events.ComposedEvent", lambda: A.ComposedEvent,
+             args=([gauss],), params=dict(events=[[], None, [gauss, 2.0], "ab"])),
+        Spec("dplib.accounting.events.dpsgd_event", lambda: A.dpsgd_event,
+             args=(1.0, 0.01, 10), params=dict(noise_multiplier="pos", sample_rate="rate",
+                                               num_steps="int1", sampling="choice")),
+        Spec("dplib.accounting.events.flatten", lambda: lambda e: list(E.flatten(e)),
+             args=(gauss,), params=dict(e=[None, 1.0, "gaussian"]), names=dict(e="event")),
+        Spec("dplib.accounting.events.check_noise_multiplier", lambda: E.check_noise_multiplier,
+             args=(1.0,), params=dict(value=[0.0, -1.0, NAN, INF, "1", None, 1e200]),
+             names=dict(value="noise_multiplier")),
+        Spec("dplib.accounting.rdp.laplace_rdp", lambda: A.laplace_rdp, args=([2.0, 4.0], 1.0),
+             params=dict(orders="orders", noise_multiplier="pos")),
+        Spec("dplib.accounting.registry.make_accountant", lambda: R.make_accountant,
+             args=("rdp",), params=dict(name=["moments", None, 3]), names=dict(name="accountant")),
+        Spec("dplib.accounting.registry.accountant_class", lambda: R.accountant_class,
+             args=("pld",), params=dict(name=["moments", None, 3]),
+             names=dict(name="accountant")),
+        Spec("dplib.accounting.registry.register_accountant", lambda: R.register_accountant,
+             args=("rdp",), params=dict(name=["not a name", None, 3])),
+        Spec("dplib.accounting.calibrate.calibrate", lambda: A.calibrate,
+             args=(lambda s: A.SelfComposedEvent(A.GaussianEvent(s), 10), 1.0, 1e-5),
+             params=dict(event_of=[None, 1.0], target_epsilon="pos", delta="delta",
+                         rtol="frac_open", accountant=["moments", None, 3])),
+        Spec("dplib.training.engine.GaussianPrivatizer", lambda: G.GaussianPrivatizer,
+             args=(1.0, 1.0), params=dict(noise_multiplier="nonneg", max_grad_norm="pos_noinf",
+                                          noise_scale="nonneg")),
+        Spec("dplib.training.engine.gaussian_noise", lambda: G.gaussian_noise,
+             args=((2, 3), [torch.Generator(), torch.Generator()], torch.float32, "cpu"),
+             params=dict(generator=[[torch.Generator()]])),
     ]

@@ -48,7 +48,10 @@ def gaussian_noise(shape: tuple, generator: object, dtype: torch.dtype,
     """N(0, 1) of ``shape`` from ``generator`` — a ``torch.Generator``, or a list of them (one per
     model of a stack: ``shape[0]`` draws of ``shape[1:]``, model m from generator m, so a model's
     noise does not depend on how many models share the stack). Drawn on the generator's device
-    and moved to ``device``."""
+    and moved to ``device``.
+
+    Float noise: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD library does; it
+    is not hardened against the floating-point attack of Mironov 2012."""
     if isinstance(generator, (list, tuple)):
         if len(generator) != shape[0]:
             raise ValueError(f"generator must hold one generator per model ({shape[0]}), got "

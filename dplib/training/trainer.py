@@ -50,9 +50,8 @@ from torch import nn
 
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
 from ..device import as_device, release_seed
-from ..accounting import accountant_names, calibrate_noise
+from ..accounting import accountant_names, calibrate_noise, check_delta
 from ..accounting import make_accountant as _registry_accountant
-from ..accounting._base import check_delta
 from ..samplers import poisson_batches
 from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
 from .ghost import ghost_clipped_grad_sum

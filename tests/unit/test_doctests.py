@@ -18,10 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "dplib"
 
 #: Modules whose examples are known to fail, with the reason (reported to the module's owner).
-KNOWN_BROKEN = {
-    "dplib.encoding.accounting": "the EncodingAccountant example uses a `codebook` it never "
-                                 "builds (NameError before its +SKIP line)",
-}
+KNOWN_BROKEN: dict[str, str] = {}
 
 
 def modules_with_examples() -> list[str]:
