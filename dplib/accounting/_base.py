@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_choice, check_probability, check_real
-from .events import (NOISE_MULTIPLIER_RANGE, DpEvent, Step, check_noise_multiplier, dpsgd_event,
-                     flatten)
+from .._validate import check_choice, check_int, check_probability, check_real
+from .events import (NOISE_MULTIPLIER_RANGE, DpEvent, SelfComposedEvent, Step,
+                     check_noise_multiplier, dpsgd_event, flatten)
 
 __all__ = ["Accountant", "NOISE_MULTIPLIER_RANGE", "check_noise_multiplier", "check_delta",
            "check_epsilon", "check_orders", "SAMPLINGS", "NEIGHBORINGS"]
@@ -70,8 +70,7 @@ class Accountant:
 
         Raises ``ValueError`` before recording anything if a part of the event cannot be bounded
         by this accountant under its neighbouring relation."""
-        if isinstance(event, DpEvent) and count != 1:
-            from .events import SelfComposedEvent
+        if check_int("count", count, low=1) != 1:
             event = SelfComposedEvent(event, count)
         leaves = list(flatten(event))
         for leaf in leaves:

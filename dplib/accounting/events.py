@@ -40,7 +40,7 @@ import numpy as np
 
 from .._validate import check_int, check_probability, check_real
 
-__all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "PoissonSampledEvent",
+__all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "SampledEvent", "PoissonSampledEvent",
            "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent",
            "RDPCurveEvent", "Step", "dpsgd_event", "flatten"]
 
@@ -92,9 +92,9 @@ class LaplaceEvent(DpEvent):
 
 
 @dataclass(frozen=True)
-class PoissonSampledEvent(DpEvent):
-    """``event`` run on a Poisson sample: every record kept independently with probability
-    ``sample_rate`` q ∈ (0, 1]."""
+class SampledEvent(DpEvent):
+    """``event`` run on a random sample of the records at ``sample_rate`` ∈ (0, 1]; the
+    subclasses say how the sample is drawn."""
 
     sample_rate: float
     event: DpEvent
@@ -106,17 +106,15 @@ class PoissonSampledEvent(DpEvent):
 
 
 @dataclass(frozen=True)
-class SampledWithoutReplacementEvent(DpEvent):
+class PoissonSampledEvent(SampledEvent):
+    """``event`` run on a Poisson sample: every record kept independently with probability
+    ``sample_rate`` q ∈ (0, 1]."""
+
+
+@dataclass(frozen=True)
+class SampledWithoutReplacementEvent(SampledEvent):
     """``event`` run on m of the n records drawn uniformly without replacement,
     ``sample_rate`` γ = m/n ∈ (0, 1] (accounted under replace-one: n is public)."""
-
-    sample_rate: float
-    event: DpEvent
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sample_rate",
-                           check_probability("sample_rate", self.sample_rate, low_open=True))
-        _check_event("event", self.event)
 
 
 @dataclass(frozen=True)
@@ -187,7 +185,7 @@ def flatten(event: DpEvent, count: int = 1) -> Iterator[Step]:
     elif isinstance(event, ComposedEvent):
         for e in event.events:
             yield from flatten(e, count)
-    elif isinstance(event, (PoissonSampledEvent, SampledWithoutReplacementEvent)):
+    elif isinstance(event, SampledEvent):
         sampling = ("poisson" if isinstance(event, PoissonSampledEvent)
                     else "without_replacement")
         inner = event.event
