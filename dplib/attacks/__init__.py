@@ -21,8 +21,9 @@ from .roc import (attack_summary, dp_tpr_bound, plot_roc, roc_auc, roc_curve,  #
                   tpr_at_fpr)
 from .lira import GaussianFits, fit_gaussians, lira_offline, lira_online  # noqa: E402
 
-_LAZY = {"membership_masks": "shadow", "BatchedModels": "shadow",
-         "train_models_batched": "shadow", "train_models_sequential": "shadow",
+_LAZY = {"membership_masks": "shadow", "BatchedModels": "..training.batched",
+         "train_models_batched": "..training.batched",
+         "train_models_sequential": "..training.batched",
          "ShadowModelAttack": "shadow", "ExtractionResult": "extraction",
          "extract_logistic_regression": "extraction", "prediction_api": "extraction",
          "InversionResult": "extraction", "invert_model": "extraction",
@@ -35,7 +36,9 @@ _LAZY = {"membership_masks": "shadow", "BatchedModels": "shadow",
 def __getattr__(name):          # PEP 562: import the torch-based modules only when used
     if name in _LAZY:
         import importlib
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        mod = _LAZY[name]
+        return getattr(importlib.import_module(mod if mod.startswith(".") else f".{mod}",
+                                               __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

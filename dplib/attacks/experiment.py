@@ -47,7 +47,8 @@ from .._validate import as_generator, check_int, check_positive, check_probabili
 from .lira import lira_offline, lira_online
 from .roc import check_membership_labels, check_scores
 from .scores import score_examples
-from .shadow import ShadowModelAttack, membership_masks, train_models_batched
+from ..training.batched import train_models_batched
+from .shadow import ShadowModelAttack, membership_masks
 
 __all__ = ["Population", "train_population", "run_attacks", "ATTACKS",
            "population_epsilon_lower_bound", "CanaryAudit", "canary_audit", "digits_pool",

@@ -4,9 +4,14 @@
   and per-example clipping (Abadi et al. 2016, Algorithm 1).
 * :mod:`.ghost` — per-example gradient norms without per-example gradients (ghost clipping,
   Li et al. 2022) for Linear / Conv / Embedding (+ GroupNorm / LayerNorm affine) layers.
+* :mod:`.engine` — the one DP-SGD loop (:func:`dpsgd_loop`): batch → private sum → privatizer
+  (:class:`GaussianPrivatizer`; the gradient encoding plugs in its own) → public divisor →
+  update, with the accountant fed the privatizer's event (:class:`EpsilonTracker`).
 * :mod:`.trainer` — :func:`train` (DP-SGD / DP-Adam with Poisson sampling, noise on the clipped
-  sum divided by the expected batch size, an RDP or PLD accountant attached), :func:`evaluate`,
-  :func:`predict_logits`.
+  sum divided by the expected batch size, an accountant from the registry attached),
+  :func:`evaluate`, :func:`predict_logits`.
+* :mod:`.batched` — :func:`train_models_batched`: the same engine over a stack of models
+  (``torch.func.vmap``), for shadow models and audits.
 * :mod:`.models` — small models for the book (MLP, CNN with GroupNorm, logistic regression) and
   :func:`check_dp_compatible` (refuses batch normalisation).
 * :mod:`.erm` — private convex ERM for the chapter's first half (NumPy): output and objective
@@ -27,7 +32,7 @@ from . import erm  # noqa: F401  (dplib.training.erm: NumPy only)
 
 # The DP-SGD modules need torch: they load on first use (PEP 562), so that
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
-_SUBMODULES = ("ghost", "grads", "models", "trainer")
+_SUBMODULES = ("ghost", "grads", "models", "trainer", "engine", "batched")
 _LAZY = {
     **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms"), "ghost"),
     **dict.fromkeys(("clip_factors", "clip_per_example", "clipped_grad_sum", "per_example_grads",
@@ -38,6 +43,9 @@ _LAZY = {
     **dict.fromkeys(("TrainResult", "check_run_settings", "evaluate", "make_accountant",
                      "noisy_gradient", "predict_logits", "resolve_noise_multiplier",
                      "steps_for_epochs", "train"), "trainer"),
+    **dict.fromkeys(("GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker"), "engine"),
+    **dict.fromkeys(("BatchedModels", "train_models_batched", "train_models_sequential"),
+                    "batched"),
 }
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
@@ -46,7 +54,8 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "GHOST_LAYERS", "train", "noisy_gradient", "TrainResult", "evaluate",
            "predict_logits", "steps_for_epochs", "make_accountant", "resolve_noise_multiplier",
            "check_run_settings", "forward_must_not_mutate",
-           "check_examples_independent"]
+           "check_examples_independent", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker",
+           "BatchedModels", "train_models_batched", "train_models_sequential"]
 
 
 def __getattr__(name: str) -> object:

@@ -12,7 +12,7 @@ the split Opacus makes between its optimizer (clip, noise, scale) and its accoun
 
 :func:`dpsgd_loop` is steps 1–4 with the parts passed in, and :class:`EpsilonTracker` is step 5.
 :func:`dplib.training.train` (one model, ``torch.optim``), :func:`dplib.encoding.train_encoded`
-(the gradient-encoding privatizer), :func:`dplib.attacks.shadow.train_models_batched` (a stack of
+(the gradient-encoding privatizer), :func:`dplib.training.batched.train_models_batched` (a stack of
 models under ``vmap``) and the canary audit (:mod:`dplib.attacks.canary`) all run this loop, so a
 fix to the loop — or a new privatizer — reaches every trainer.
 """

@@ -176,7 +176,7 @@ def test_low_frequencies_are_computed_without_the_fft_error():
     evaluation of the surviving frequencies is checked against an FFT in extended precision
     (the plain FFT misses it by more than 1e-9 after the power)."""
     from scipy import fft as sfft
-    from dplib.accounting import pld as P
+    from dplib.accounting import pld_fft as P
     if np.finfo(np.longdouble).eps >= np.finfo(float).eps:
         pytest.skip("np.longdouble is float64 here: no extended-precision reference")
     rng = np.random.default_rng(0)
