@@ -3,15 +3,16 @@
 Every formula a chapter runs lives here, once, with its source cited and its tests in ``tests/``.
 
 Modules (by topic): ``mechanisms`` (randomized response, Laplace, Gaussian, discrete samplers,
-exponential mechanism), ``accounting`` (composition, Rényi DP, privacy-loss distributions, noise
-calibration), ``langevin`` (privacy dynamics of noisy gradient descent, and DP-SGLD of Ryffel et
+exponential mechanism), ``accounting`` (events that every accountant consumes, composition, Rényi
+DP, privacy-loss distributions, a registry of accountants, noise calibration), ``langevin`` (privacy dynamics of noisy gradient descent, and DP-SGLD of Ryffel et
 al. 2022 in ``langevin.sgld``), ``features`` (offline public feature maps),
 ``encoding`` (gradient encoding and numerical RDP for arbitrary noise, Nasr et al. 2020),
-``attacks`` (linkage, membership inference, auditing), ``training`` (DP-SGD and DP-Adam with per-
-example gradients; needs torch, imported on first use), ``icl`` (differentially private in-context
+``attacks`` (linkage, membership inference, auditing), ``training`` (the one DP-SGD engine, DP-SGD
+and DP-Adam with per-example gradients, model stacks; needs torch, imported on first use), ``icl`` (differentially private in-context
 learning), ``samplers`` (Poisson, fixed-size and shuffled batches), ``datasets`` (offline, seeded
-data), ``device`` (device choice and seeding), ``plotting`` (figure style), ``widgets``
-(interactive figures that also render statically on the website).
+data), ``device`` (device choice and seeding), ``plotting`` (figure style), ``tables`` (text
+tables), ``widgets`` (interactive figures that also render statically on the website), and
+``testing`` (the bad-input and stress tables, for tests and benchmarks; not imported here).
 """
 from __future__ import annotations
 

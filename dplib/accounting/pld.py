@@ -290,6 +290,17 @@ class PLDAccountant(Accountant):
             self._rdp = acc
         return self._rdp or None
 
+    def _smaller_of_rdp(self, value: float, query) -> float:
+        """``value`` (the PLD bound) or the RDP fallback's answer ``query(rdp)``, whichever is
+        smaller — both are upper bounds; :attr:`route` records which one answered."""
+        self.route = "pld"
+        rdp = self._rdp_bound()
+        if rdp is not None:
+            other = query(rdp)
+            if other < value:
+                self.route, value = "rdp", other
+        return value
+
     @staticmethod
     def _tails(delta: float) -> tuple[float, float]:
         """(window tail, step tail) for answers near δ: min(1e-15, ~δ/1000) outside the FFT window
@@ -327,13 +338,7 @@ class PLDAccountant(Accountant):
         if 0.0 < delta < 1.0:
             tails = self._tails(delta)
             delta = min(delta, max(self._delta_one(d, eps, tails) for d in self._directions))
-        self.route = "pld"
-        rdp = self._rdp_bound()
-        if rdp is not None:
-            other = rdp.get_delta(eps)
-            if other < delta:
-                self.route, delta = "rdp", other
-        return delta
+        return self._smaller_of_rdp(delta, lambda rdp: rdp.get_delta(eps))
 
     def _epsilon_one(self, direction: str, delta: float) -> float:
         built = self._composed(direction, *self._tails(delta))
@@ -372,10 +377,4 @@ class PLDAccountant(Accountant):
             self.route = "gaussian"
             return _gdp_epsilon_upper(mu, d) if math.isfinite(mu) else math.inf
         eps = max(self._epsilon_one(dr, d) for dr in self._directions)
-        self.route = "pld"
-        rdp = self._rdp_bound()
-        if rdp is not None:
-            other = rdp.get_epsilon(d)
-            if other < eps:
-                self.route, eps = "rdp", other
-        return eps
+        return self._smaller_of_rdp(eps, lambda rdp: rdp.get_epsilon(d))
