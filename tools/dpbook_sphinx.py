@@ -162,7 +162,8 @@ def _root_redirect(app, exception) -> None:
 
 def setup(app) -> dict[str, Any]:
     # The notebook kernels this build starts inherit the variable: dplib.widgets then draws each
-    # panel's frames, so its sliders move on the static site (nbval and Jupyter do not set it).
+    # panel's frames (dplib.widget_frames), so its sliders move on the static site (nbval and
+    # Jupyter do not set it).
     os.environ.setdefault("DPBOOK_WIDGET_FRAMES", "1")
     app.add_search_language(SearchEnglishFolded)
     app.add_js_file("dpbook.js")

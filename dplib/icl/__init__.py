@@ -4,9 +4,10 @@ In-context learning answers a query from demonstrations placed in the prompt; wh
 demonstrations are private records, the answer can leak them. This package holds the chapter's
 machinery, all of it tested:
 
-* :mod:`.model` — the model interface and two implementations: :class:`OfflineICL`, a small
-  in-context learner that runs offline on a CPU (a documented stand-in for an LLM), and
-  :class:`HFCausalLM`, an adapter for Hugging Face causal LMs (when ``transformers`` is there);
+* :mod:`.model` — the model interface and :class:`OfflineICL`, a small in-context learner that
+  runs offline on a CPU (a documented stand-in for an LLM);
+* :mod:`.hf` — :class:`HFCausalLM`, the same interface over Hugging Face causal LMs (when
+  ``transformers`` is there), loaded only at pinned hub commits;
 * :mod:`.prompts` — prompt templates and batches of prompts over one exemplar pool;
 * :mod:`.aggregation` — disjoint partitions, noisy vote aggregation and report-noisy-max
   (Wu et al. 2024), embedding- and keyword-space aggregation (ESA, KSA: joint exponential
@@ -29,8 +30,8 @@ from .experiments import (DPICLResult, accuracy_table, derailment, dp_icl_classi
                           unigram_f1, zero_shot_predict)
 from .fewshot import (generate_demonstrations, private_next_tokens, synthetic_demonstrations,
                       synthetic_demos_prompts)
-from .model import HFCausalLM, HashingEmbedder, OfflineICL, WordVectors, generate, \
-    transformers_available
+from .hf import HFCausalLM, transformers_available
+from .model import HashingEmbedder, OfflineICL, WordVectors, generate
 from .prompts import PromptBatch, PromptTemplate, template_for
 
 __all__ = [

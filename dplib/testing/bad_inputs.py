@@ -225,8 +225,12 @@ EXCLUDED: dict[str, str] = {
     "dplib.device.quick_mode": "no parameters (reads DPBOOK_QUICK)",
     "dplib.widgets.format_value": "formats any value for display (numbers with separators, "
                                   "dropdown options as their text): no bad input",
-    "dplib.widgets.frames_enabled": "no parameters (reads DPBOOK_WIDGET_FRAMES)",
-    "dplib.widgets.FrameGrid": "result record returned by frame_grid/plan_grid (swept)",
+    "dplib.widget_frames.frames_enabled": "no parameters (reads DPBOOK_WIDGET_FRAMES)",
+    "dplib.widget_frames.FrameGrid": "result record returned by frame_grid/plan_grid (swept)",
+    "dplib.widget_frames.live_control_html": "the body of FigurePanel.static_html, called with "
+                                             "a panel's validated controls and its frame_grid/"
+                                             "plan_grid grid (swept); its missing-frames check "
+                                             "is tested in tests/unit",
     "dplib.datasets.default_root": "no parameters (reads DPBOOK_DATA)",
     "dplib.plotting.use_book_style": "no parameters",
     "dplib.widgets.Control": "record built by slider/int_slider/log_slider/dropdown (swept)",
@@ -273,9 +277,10 @@ EXCLUDED: dict[str, str] = {
         "dplib.icl.data.product_reference", "dplib.icl.data.tokenize",
         "dplib.icl.data.vocabulary", "dplib.icl.data.write_book_data",
         "dplib.icl.experiments.format_table", "dplib.icl.experiments.unigram_f1",
-        "dplib.icl.model.HFCausalLM", "dplib.icl.model.HashingEmbedder",
-        "dplib.icl.model.OfflineICL", "dplib.icl.model.WordVectors", "dplib.icl.model.generate",
-        "dplib.icl.model.transformers_available", "dplib.icl.prompts.PromptTemplate",
+        "dplib.icl.hf.HFCausalLM", "dplib.icl.hf.transformers_available",
+        "dplib.icl.model.HashingEmbedder", "dplib.icl.model.OfflineICL",
+        "dplib.icl.model.WordVectors", "dplib.icl.model.generate",
+        "dplib.icl.prompts.PromptTemplate",
         "dplib.icl.prompts.template_for", "dplib.langevin.experiments.format_comparison")},
     "dplib.attacks.roc.plot_roc": "draws on a matplotlib axis; its inputs go through roc_curve",
     # chapter 8: what _specs_encoding does not call, with the reason

@@ -305,6 +305,7 @@ def support_specs() -> list[Spec]:
     from dplib import datasets as D
     from dplib import device as DV
     from dplib import tables as TB
+    from dplib import widget_frames as WF
     from dplib import widgets as W
 
     def plot(x=1.0):   # a trivial figure function for widgets
@@ -339,11 +340,11 @@ def support_specs() -> list[Spec]:
              kwargs=dict(min=0.1, max=10.0, value=1.0),
              params=dict(min=[0.0, -1.0, NAN, "0.1", None], max=[NAN, INF, 0.05, None],
                          value=[20.0, 0.01, NAN, None], integer=["yes", None, 2])),
-        Spec("dplib.widgets.frame_grid", lambda: W.frame_grid,
+        Spec("dplib.widget_frames.frame_grid", lambda: WF.frame_grid,
              args=({"x": W.slider(0.0, 1.0, 0.5)}, 3),
              params=dict(controls=[None, {}, {"x": 3}], points=[0, 1, -1, 2.5, None],
                          max_product=[0, -1, 2.5, None])),
-        Spec("dplib.widgets.plan_grid", lambda: W.plan_grid,
+        Spec("dplib.widget_frames.plan_grid", lambda: WF.plan_grid,
              args=({"x": W.slider(0.0, 1.0, 0.5)}, 10),
              params=dict(controls=[None, {}, {"x": 3}], frames=[0, -1, 2.5, None])),
         Spec("dplib.plotting.compact_png", lambda: __import__(

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 import dplib.datasets as ds
-from dplib.icl import model as icl_model
+from dplib.icl import hf as icl_hf
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -323,13 +323,13 @@ def fake_transformers(monkeypatch):
 @pytest.mark.parametrize("revision", [None, "main", "v1.0", "607a30d", "A" * 40])
 def test_hf_loader_refuses_an_unpinned_model(revision, fake_transformers):
     with pytest.raises(ValueError, match="revision"):
-        icl_model.HFCausalLM("EleutherAI/pythia-70m", revision=revision, device="cpu")
+        icl_hf.HFCausalLM("EleutherAI/pythia-70m", revision=revision, device="cpu")
     assert fake_transformers == []
 
 
 def test_hf_loader_refuses_a_moving_revision_of_a_pinned_model(fake_transformers):
     with pytest.raises(ValueError, match="revision"):
-        icl_model.HFCausalLM("gpt2", revision="main", device="cpu")
+        icl_hf.HFCausalLM("gpt2", revision="main", device="cpu")
     assert fake_transformers == []
 
 
@@ -337,17 +337,17 @@ def test_hf_loader_refuses_before_importing_transformers(monkeypatch):
     """The check needs no ``transformers``: it runs before the import is even tried."""
     monkeypatch.setitem(sys.modules, "transformers", None)     # import would fail
     with pytest.raises(ValueError, match="revision"):
-        icl_model.HFCausalLM("EleutherAI/pythia-70m", device="cpu")
+        icl_hf.HFCausalLM("EleutherAI/pythia-70m", device="cpu")
 
 
 def test_hf_loader_loads_the_pinned_commit_from_safetensors(fake_transformers):
-    icl_model.HFCausalLM("gpt2", device="cpu")
-    pin = icl_model.PINNED_REVISIONS["gpt2"]
+    icl_hf.HFCausalLM("gpt2", device="cpu")
+    pin = icl_hf.PINNED_REVISIONS["gpt2"]
     assert COMMIT.fullmatch(pin)
     assert [(k, n) for k, n, _ in fake_transformers] == [("tokenizer", "gpt2"), ("model", "gpt2")]
     for _, _, kw in fake_transformers:
         assert kw["revision"] == pin and kw["trust_remote_code"] is False
     assert fake_transformers[1][2]["use_safetensors"] is True
     other = "b" * 40
-    icl_model.HFCausalLM("EleutherAI/pythia-70m", revision=other, device="cpu")
+    icl_hf.HFCausalLM("EleutherAI/pythia-70m", revision=other, device="cpu")
     assert fake_transformers[-1][2]["revision"] == other

@@ -2,8 +2,8 @@
 
 Each chapter page of the built site (DPBOOK_SITE) is opened in headless Chromium with the network
 cut off, served as a plain static host would. On each panel (``.dpbook-live-figure``, written by
-``dplib.widgets`` when the book is built): every position of every slider and every option of
-every dropdown shows a figure other than the default one, which has loaded, and whose readout,
+``dplib.widget_frames`` when the book is built): every position of every slider and every option
+of every dropdown shows a figure other than the default one, which has loaded, and whose readout,
 ``aria-valuetext`` and caption name the values shown; moving one control of a one-at-a-time panel
 returns the others to their defaults; the keyboard moves a slider (focus, ArrowRight/ArrowLeft);
 and the page logs no console error while all this happens. Screenshots of a chapter with a moved

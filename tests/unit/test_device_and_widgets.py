@@ -9,8 +9,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import dplib  # noqa: E402
-from dplib.widgets import (FigurePanel, dropdown, format_value, frame_grid,  # noqa: E402
-                           int_slider, interactive_figure, log_slider, plan_grid, slider)
+from dplib.widget_frames import frame_grid, plan_grid  # noqa: E402
+from dplib.widgets import (FigurePanel, dropdown, format_value, int_slider,  # noqa: E402
+                           interactive_figure, log_slider, slider)
 
 
 def test_seed_everything_reproduces_all_generators():
