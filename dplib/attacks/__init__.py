@@ -5,6 +5,9 @@ from .audit_stats import (AuditResult, audit_from_samples, clopper_pearson, epsi
                           epsilon_lower_bound_from_counts, max_certifiable_epsilon)
 from .canary import CanaryAuditResult, canary_loss, dpsgd_canary_audit, dpsgd_canary_runs
 from .catalogue import MechanismAudit, mechanism_audits
+from .ladder import RUNGS, LadderResult, adversary_ladder, ladder_runs, llr_statistic
+from .one_run import (OneRunAudit, one_run_epsilon_lower_bound, one_run_gradient_audit,
+                      one_run_p_value)
 from .linkage import combined_key, link_records, uniqueness_rate
 
 __all__ = ["combined_key", "link_records", "uniqueness_rate"]
@@ -12,6 +15,9 @@ __all__ += ["clopper_pearson", "epsilon_lower_bound", "epsilon_lower_bound_from_
             "audit_from_samples", "AuditResult", "max_certifiable_epsilon",
             "mechanism_audits", "MechanismAudit", "dpsgd_canary_audit", "dpsgd_canary_runs",
             "canary_loss", "CanaryAuditResult"]
+__all__ += ["adversary_ladder", "ladder_runs", "llr_statistic", "LadderResult", "RUNGS",
+            "one_run_p_value", "one_run_epsilon_lower_bound", "one_run_gradient_audit",
+            "OneRunAudit"]
 # membership inference (chapter 9): scores, ROC metrics and LiRA need only NumPy; the modules
 # that train torch models (shadow, extraction, experiment) load on first use, so that
 # `import dplib` keeps working without PyTorch.

@@ -238,6 +238,7 @@ EXCLUDED: dict[str, str] = {
     # result records (dataclasses returned by swept functions)
     **{name: "result record returned by a library function" for name in (
         "dplib.attacks.canary.CanaryAuditResult", "dplib.attacks.experiment.CanaryAudit",
+        "dplib.attacks.ladder.LadderResult", "dplib.attacks.one_run.OneRunAudit",
         "dplib.attacks.experiment.Population", "dplib.attacks.extraction.ExtractionResult",
         "dplib.attacks.extraction.InversionResult", "dplib.attacks.lira.GaussianFits",
         "dplib.training.batched.BatchedModels", "dplib.features.PublicFeatureMap",
@@ -254,6 +255,8 @@ EXCLUDED: dict[str, str] = {
         "dplib.attacks.experiment.run_attacks", "dplib.attacks.experiment.train_population",
         "dplib.attacks.shadow.ShadowModelAttack", "dplib.training.batched.train_models_batched",
         "dplib.training.batched.train_models_sequential",
+        "dplib.training.distributed.launch", "dplib.training.distributed.digits_recipe",
+        "dplib.training.distributed.main",
         "dplib.attacks.extraction.extract_logistic_regression",
         "dplib.attacks.extraction.invert_model", "dplib.attacks.extraction.prediction_api",
         "dplib.features.digits_features", "dplib.features.synthetic_features",

@@ -177,6 +177,25 @@ def ml_specs() -> list[Spec]:
             Spec("dplib.training.trainer.make_accountant", lambda: TR.make_accountant,
                  args=("rdp",), params=dict(kind="choice"),
                  names=dict(kind="kind|accountant")),
+            # one process, no process group: the checks every rank makes before training
+            Spec("dplib.training.distributed.train_distributed", lambda: TR.train_distributed,
+                 args=(lin(), (x, y)), kwargs=dict(sample_rate=0.5, lr=0.1, steps=2,
+                                                   noise_multiplier=1.0, device="cpu"),
+                 params=dict(model=bad_model, shard=[(x, y[:3]), (x,), None, (x[:0], y[:0])],
+                             sample_rate="rate", lr="pos", steps="int1", delta="delta",
+                             noise_multiplier=[-1.0, NAN, INF, "1"], seed="seed",
+                             max_grad_norm=[0.0, NAN, "1"], optimizer="choice", ghost="bool",
+                             sampling="choice", expected_batch_size=[0.0, NAN, INF]),
+                 names=dict(model="BatchNorm|model")),
+            Spec("dplib.training.distributed.train_models_distributed",
+                 lambda: TR.train_models_distributed, args=([lin(), lin()], x, y, np.ones((2, 6))),
+                 kwargs=dict(sample_rate=0.5, lr=0.1, steps=2, noise_multiplier=1.0,
+                             seeds=[1, 2], device="cpu"),
+                 params=dict(models=[[], None, lin()], masks=[np.ones((3, 6)), None],
+                             seeds=[[1, -2], [1], "ab"])),
+            Spec("dplib.training.distributed.BroadcastPrivatizer",
+                 lambda: TR.BroadcastPrivatizer, args=(TR.GaussianPrivatizer(1.0, 1.0),),
+                 params=dict(inner=[None, "noise", object()], src=[-1, 1, 2.5, "0", None])),
         ]
     except ImportError:
         pass
@@ -449,6 +468,46 @@ def ml_specs() -> list[Spec]:
                  args=(__import__("torch").zeros(2, 2),
                        __import__("torch").tensor([0, -1])),
                  params=dict(logits=[None, "ab"], targets=[None, "ab"])),
+        ]
+    except ImportError:
+        pass
+    try:
+        from dplib.attacks import ladder as LD
+        from dplib.attacks import one_run as OR
+        X = np.zeros((10, 2), np.float32)
+        Y = np.array([0, 1] * 5)
+        run = dict(steps=1, sample_rate=0.5, noise_multiplier=1.0, device="cpu")
+        out += [
+            Spec("dplib.attacks.ladder.llr_statistic", lambda: LD.llr_statistic,
+                 args=(np.zeros((3, 2)),), kwargs=dict(sample_rate=0.5, noise_multiplier=1.0),
+                 params=dict(increments=[[], [[NAN]], "abc", None], sample_rate="rate",
+                             noise_multiplier="pos", kappa=[-1.0, NAN, INF, "1", None])),
+            Spec("dplib.attacks.ladder.ladder_runs", lambda: LD.ladder_runs, args=(X, Y),
+                 kwargs=dict(canary="gradient", runs=2, with_canary=True, seed=0, **run),
+                 params=dict(canary="choice", runs="int1", steps="int1", sample_rate="rate",
+                             noise_multiplier="pos", with_canary="bool", max_grad_norm="pos",
+                             lr="pos", canary_scale="pos", chunk_size="int1", seed="seed",
+                             noise_scale=[-1.0, NAN, INF, None])),
+            Spec("dplib.attacks.ladder.adversary_ladder", lambda: LD.adversary_ladder,
+                 args=(X, Y), kwargs=dict(runs=8, seed=0, **run),
+                 params=dict(runs="int1", steps="int1", sample_rate="rate",
+                             noise_multiplier="pos", delta="delta", confidence="frac_open",
+                             canary_scale="pos", seed="seed")),
+            Spec("dplib.attacks.one_run.one_run_p_value", lambda: OR.one_run_p_value,
+                 args=(100, 10, 8, 1.0), kwargs=dict(delta=1e-5),
+                 params=dict(m="int1", r=[0, 200, 2.5, None], v=[-1, 11, 2.5, None],
+                             epsilon=[-1.0, NAN, "1", None], delta="delta0")),
+            Spec("dplib.attacks.one_run.one_run_epsilon_lower_bound",
+                 lambda: OR.one_run_epsilon_lower_bound, args=(100, 10, 10),
+                 params=dict(m="int1", r=[0, 200, None], v=[-1, 11, None], delta="delta0",
+                             confidence="frac_open")),
+            Spec("dplib.attacks.one_run.one_run_gradient_audit",
+                 lambda: OR.one_run_gradient_audit, args=(X, Y),
+                 kwargs=dict(canaries=20, guesses=4, seed=0, **run),
+                 params=dict(canaries="int1", guesses=[0, 21, 2.5, None], steps="int1",
+                             sample_rate="rate", noise_multiplier="pos", delta="delta",
+                             confidence="frac_open", view="choice", max_grad_norm="pos",
+                             lr="pos", seed="seed")),
         ]
     except ImportError:
         pass

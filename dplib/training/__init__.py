@@ -12,6 +12,9 @@
   :func:`evaluate`, :func:`predict_logits`.
 * :mod:`.batched` — :func:`train_models_batched`: the same engine over a stack of models
   (``torch.func.vmap``), for shadow models and audits.
+* :mod:`.distributed` — :func:`train_distributed` (DP-SGD over ``torch.distributed`` ranks: shard
+  sums all-reduced, the noise drawn once on rank 0 and broadcast) and
+  :func:`train_models_distributed` (a shadow-model stack spread over ranks).
 * :mod:`.models` — small models for the book (MLP, CNN with GroupNorm, logistic regression) and
   :func:`check_dp_compatible` (refuses batch normalisation).
 * :mod:`.erm` — private convex ERM for the chapter's first half (NumPy): output and objective
@@ -32,7 +35,8 @@ from . import erm  # noqa: F401  (dplib.training.erm: NumPy only)
 
 # The DP-SGD modules need torch: they load on first use (PEP 562), so that
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
-_SUBMODULES = ("ghost", "grads", "models", "trainer", "engine", "batched")
+_SUBMODULES = ("ghost", "grads", "models", "trainer", "engine", "batched",
+               "distributed")
 _LAZY = {
     **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms"), "ghost"),
     **dict.fromkeys(("clip_factors", "clip_per_example", "clipped_grad_sum", "per_example_grads",
@@ -46,6 +50,8 @@ _LAZY = {
     **dict.fromkeys(("GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker"), "engine"),
     **dict.fromkeys(("BatchedModels", "train_models_batched", "train_models_sequential"),
                     "batched"),
+    **dict.fromkeys(("BroadcastPrivatizer", "train_distributed", "train_models_distributed"),
+                    "distributed"),
 }
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
@@ -55,7 +61,8 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "predict_logits", "steps_for_epochs", "make_accountant", "resolve_noise_multiplier",
            "check_run_settings", "forward_must_not_mutate",
            "check_examples_independent", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker",
-           "BatchedModels", "train_models_batched", "train_models_sequential"]
+           "BatchedModels", "train_models_batched", "train_models_sequential",
+           "BroadcastPrivatizer", "train_distributed", "train_models_distributed"]
 
 
 def __getattr__(name: str) -> object:
