@@ -2,7 +2,7 @@
 Jagielski 2023).
 
 Run:  python benchmarks/audit_ladder.py [--quick] [--write]
-      (full: about two minutes on 2 CPU cores; --quick: ε = 1 and 4 with 20,000 runs per side;
+      (full: under a minute on 2 CPU cores; --quick: ε = 1 and 4 with 20,000 runs per side;
       --write: store the results, with provenance, in dplib/data/audit_ladder.json, which
       chapter 9 reads with dplib.datasets.load_cached_result("audit_ladder"))
 

@@ -25,10 +25,11 @@ dp-accounting's ``NeighboringRelation.REPLACE_ONE`` pair for the Poisson-subsamp
 * replace: P = (1−q)·N(0, σ²) + q·N(1, σ²), Q = (1−q)·N(0, σ²) + q·N(−1, σ²)
 
 (the replaced record moves the sum by up to 2: from +1 to −1 along one axis). It is symmetric
-under x ↦ −x, so one direction covers both. Units: σ = noise std / C in both relations — the
-replace-one sensitivity 2C is built into the pair — whereas
-``RDPAccountant(sampling="without_replacement", neighboring="replace_one")`` takes σ = noise std /
-(replace-one sensitivity) = std/(2C) (:mod:`dplib.accounting.subsampling`).
+under x ↦ −x, so one direction covers both. Units: σ = noise std / C under both relations and for
+every sampler, as for every dplib accountant (:mod:`dplib.accounting.events`); the replace-one
+sensitivity 2C is built into the pair (only the bare formula
+:func:`dplib.accounting.subsampling.wor_gaussian_rdp` takes std/(2C), and ``RDPAccountant``
+passes it σ/2).
 
 Pessimism (every number is an upper bound up to floating-point round-off): the discretisation of
 each step (:mod:`.pld_grid`), the truncation and the FFT round-off of the composition

@@ -18,11 +18,13 @@ mechanism of Abadi et al. (2016), and the accountant
 W is.
 
 Why one draw and not W: each rank could add N(0, σ²C²/W) to its partial sum (the W draws add up
-to N(0, σ²C²), the split of Opacus' distributed optimizer's noise and of secure-aggregation
-protocols). That is valid only if every rank is honest: a rank that omits or subtracts its share
-leaves the sum under-noised, and every rank sees the others' partial sums (here, the all-reduce
-shows them). With the noise drawn once by a trusted rank 0 the guarantee rests on that rank
-alone; hiding the partial sums from each other needs secure aggregation (Bonawitz et al. 2017).
+to N(0, σ²C²), the split used by secure-aggregation protocols; Opacus' distributed optimizer
+instead adds the whole noise on rank 0, as here). The split is valid only if every rank is
+honest: a rank that omits or subtracts its share leaves the sum under-noised. With the noise
+drawn once, no rank has to add noise honestly — but every rank holds the run's seed and the
+noiseless all-reduced sum, so all of them must keep those private (ε covers what leaves the
+group: the noisy sums and the models); hiding the partial sums from each other needs secure
+aggregation (Bonawitz et al. 2017).
 
 Batches (``sampling``): ``"shared"`` (default) draws the global Poisson mask over all n records
 on every rank from the run's seed — exactly the batches :func:`~dplib.training.train` draws — and
