@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/accounting.py          (about a minute on 2 CPU cores)
 
-Cases (issue 4): (q, σ, T) = (256/60000, 1.1, 14062), (0.01, 1.0, 1000), (0.1, 0.5, 1000), δ = 1e-5.
+Cases: (q, σ, T) = (256/60000, 1.1, 14062), (0.01, 1.0, 1000), (0.1, 0.5, 1000), δ = 1e-5.
 Each timing is the best of ``REPEATS`` fresh runs (new accountant each time, nothing cached), so
 it measures a full ε computation. Ratios are other-library time / dplib time (> 1: dplib faster).
 Speed is measured here, never asserted in tests.

@@ -68,14 +68,14 @@ def as_device(device: object = None, name: str = "device"):
 
 
 def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> int:
-    """The seed a private release draws its randomness from.
+    """The random seed from which a private release draws its randomness.
 
     ``None`` (the default of every dplib function that releases a private output): 63 fresh bits
     of OS entropy (``secrets.randbits``), so the noise is unknown to anyone who knows the public
     inputs — a fixed default seed would make every noise draw a known function of them, and two
     runs on neighbouring data sets would differ by exactly the target's noise-free contribution.
     An integer ≥ 0 is returned as it is: a fixed seed makes a run reproducible, which is right for
-    experiments and teaching, never for a release. Functions record the seed used in their result.
+    experiments and teaching, never for a release. Functions record this seed value in their result.
     ``bits`` (1–63): fewer fresh bits for callers that derive per-run seeds from this one (e.g.
     seed·10⁶ + r), so the derived seeds stay below torch's 2⁶⁴ limit.
     """
@@ -106,7 +106,8 @@ def seed_everything(seed: int) -> np.random.Generator:
 
 @dataclass(frozen=True)
 class Setup:
-    """What a chapter knows about its run: the seed, a seeded generator, the device, quick mode."""
+    """What a chapter knows about its run: its random seed, a seeded generator, the device, quick
+    mode."""
     seed: int
     rng: np.random.Generator
     device: object

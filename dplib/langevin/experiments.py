@@ -110,7 +110,7 @@ def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_siz
     the table reproducible — for experiments, never for a release (a fixed seed makes the noise
     a public function of public inputs).
 
-    Returns ``{"rows": [...], "diagnostics": {...}, "seed": the seed used}``; each row has
+    Returns ``{"rows": [...], "diagnostics": {...}, "seed": the random seed drawn or passed}``; each row has
     "key" (its name in :data:`METHODS`), "method", "schedule", "adjacency", "accountant",
     "proved", "epsilon", "sigma", "steps", "batch_size", "accuracy" (array over seeds). The
     diagnostics describe the constant-step DP-SGLD run: the quantities of

@@ -180,7 +180,7 @@ class SGLDResult:
     ε = ∞). ``proved`` is False when ε rests on Theorem 3.1 with batches m < n, where it is
     unproved (the one-step check refutes it for some parameters; see
     :mod:`dplib.langevin.counterexample`).
-    ``seed`` is the seed the noise and batches were drawn with (fresh OS entropy unless one was
+    ``seed`` is the random seed the noise and batches were drawn with (fresh OS entropy unless one was
     passed).
     """
     theta: object                 # (chains, C·p) tensor on CPU
@@ -261,7 +261,7 @@ def train_dp_sgld_logistic(X: object, y: object, *, num_classes: int, lam: float
 
     ``target_epsilon=None`` runs the same schedule without noise (σ = 0, no DP). ``chains``
     independent runs in parallel. ``seed``: ``None`` (default) draws fresh OS entropy, as a
-    release must; the seed used is recorded in :attr:`SGLDResult.seed`. A fixed seed is for
+    release must; its value is recorded in :attr:`SGLDResult.seed`. A fixed seed is for
     reproducible experiments, never for a release (see :func:`dp_sgld`).
     """
     check_choice("schedule", schedule, ("constant", "decreasing"))

@@ -4,7 +4,8 @@ Releasing f(D) + N(0, σ² I) for a query with ℓ2 sensitivity Δ (over neighbo
 whichever adjacency Δ was computed for) is
 
 * **classic**: (ε, δ)-DP for σ = Δ √(2 ln(1.25/δ)) / ε when 0 < ε < 1 (Dwork & Roth 2014,
-  Thm A.1; also the lecture notes of Razaviyayn, ``RazaviyaynLecture11``). The proof needs ε < 1; for ε ≥ 1 the formula is not a theorem.
+  Thm A.1; also Razaviyayn's course notes, ``RazaviyaynLecture11``). The proof needs ε < 1; for
+  ε ≥ 1 the formula is not a theorem.
 * **exact / analytic** (Balle & Wang 2018, Thm 8): (ε, δ)-DP if and only if
 
       δ ≥ Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ),

@@ -30,7 +30,7 @@ Batches (``sampling``): ``"shared"`` (default) draws the global Poisson mask ove
 on every rank from the run's seed — exactly the batches :func:`~dplib.training.train` draws — and
 each rank keeps its shard's part; so a W-rank run equals the single-process run with the same
 seed up to float round-off of the summation order. ``"local"`` lets each rank Poisson-sample its
-own shard with its own generator (spawned from the seed): the same law (independent inclusions
+own shard with its own generator (spawned from the run's seed): the same law (independent inclusions
 at rate q), no global index needed, not reproducible across world sizes.
 
 :func:`train_models_distributed` spreads the model stack of
@@ -199,7 +199,7 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
 
     Before training the ranks all-gather their settings: a rank whose arguments fail a check, an
     empty shard, or a setting that differs between ranks (q, σ or the ε target, C, δ, T, the
-    optimiser, the accountant, the parameter shapes, the seed) raises the same ValueError on every
+    optimiser, the accountant, the parameter shapes, the random seed) raises the same ValueError on every
     rank. ``seed``: the same integer on every rank, or None everywhere (rank 0 draws fresh OS
     entropy and shares it). The divisor is ``expected_batch_size`` or q·n with n the global size.
 
@@ -442,12 +442,14 @@ def launch(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0,
 
 def digits_recipe(*, data: str = "digits", epochs: float = 10.0, sample_rate: float = 0.1,
                   target_epsilon: float = 2.0, lr: float = 0.2, ghost: bool = True,
-                  seed: int | None = 0, device: object = "cpu") -> dict:
+                  seed: int | None = None, device: object = "cpu") -> dict:
     """The book's recipes on this rank's contiguous shard of the training split: "digits" (the
     logistic regression of chapter 5 with Poisson batches, C = 1, momentum 0.9) or "mnist" (the
     CNN of Tramèr & Boneh 2021, C = 0.1; downloads MNIST; pass their q = 512/60000, 40 epochs,
     ε = 3 and lr 0.5).
-    Returns ε, σ, T, test accuracy, world size and seconds (the same on every rank)."""
+    Returns ε, σ, T, test accuracy, world size and seconds (the same on every rank).
+    ``seed``: None (default) for fresh OS entropy shared by rank 0; an integer only for a
+    reproducible experiment, never for a release."""
     from ..datasets import load_digits, load_mnist
     from .models import make_logistic_regression, make_mnist_cnn
     check_choice("data", data, ("digits", "mnist"))

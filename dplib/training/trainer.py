@@ -27,7 +27,7 @@ removing one record; the guarantee covers the released final model AND all inter
 
 Randomness and devices: the Poisson batches come from a NumPy generator and the Gaussian noise
 from a CPU ``torch.Generator`` (then moved to ``device``), both seeded by ``seed``. By default
-(``seed=None``) the seed is 63 fresh bits of OS entropy (:func:`dplib.device.release_seed`),
+(``seed=None``) a seed of 63 fresh bits of OS entropy is drawn (:func:`dplib.device.release_seed`),
 recorded in :attr:`TrainResult.seed`: with a seed anyone can guess, every batch and noise draw is
 a known function of public inputs, and two runs on neighbouring data sets release models whose
 difference is the target's clipped gradient, noise-free. A fixed seed is for experiments, never
@@ -74,7 +74,7 @@ class TrainResult:
     ``batch_sizes`` (the realised Poisson batch sizes) and ``clip_fraction`` (the share of
     per-example gradients with norm > C) are diagnostics computed from the data WITHOUT noise:
     fine for studying the algorithm, not covered by ε — do not publish them with the model.
-    ``seed`` is the seed the batches and the noise were drawn from (fresh OS entropy unless one
+    ``seed`` is the random seed the batches and the noise were drawn from (fresh OS entropy unless one
     was passed): keep it secret like the noise itself.
     """
     model: nn.Module

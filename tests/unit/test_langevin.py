@@ -1,4 +1,4 @@
-"""Privacy dynamics of noisy GD (dplib.langevin): the seed's numbers, the exact Rényi divergence
+"""Privacy dynamics of noisy GD (dplib.langevin): Chourasia et al.'s numbers, the exact Rényi divergence
 between the bounds, statistical tests of noisy GD against the closed form (with a power check),
 (ε, δ) conversion, and bad input.
 
@@ -16,11 +16,11 @@ from dplib.langevin import (calibrate_sigma, composition_rdp, exact_gaussian_ren
                             excess_risk_bound, langevin_epsilon, noisy_gd, privacy_dynamics_rdp,
                             squared_loss_gradient, squared_loss_lower_bound, squared_loss_moments)
 
-SEED = dict(alpha=30, sensitivity=4.0, sigma=0.02, eta=0.02, n=5000)   # the seed's figure
+SEED = dict(alpha=30, sensitivity=4.0, sigma=0.02, eta=0.02, n=5000)   # Chourasia et al.'s figure
 KS = np.array([0, 1, 10, 50, 100, 250, 1000, 5000])
 
 
-# --- the seed's numbers --------------------------------------------------------------------------
+# --- Chourasia et al.'s numbers --------------------------------------------------------------------------
 
 def test_seed_figure_values():
     np.testing.assert_allclose(privacy_dynamics_rdp(lam=1.0, K=KS, **SEED),

@@ -75,7 +75,7 @@ def test_corollary_3_3_lies_between_the_two_readings_of_theorem_3_1(beta):
 @pytest.mark.parametrize("schedule", ["constant", "decreasing"])
 def test_short_runs_are_composition_up_to_a_factor_two(schedule):
     """K ≪ β/λ: ε ≈ αL²K/(βn²σ²), twice the composition baseline αL²ηK/(n²σ²) at η = 1/(2β)
-    (the seed's Discussion after Cor. 3.3); the relative error is below λK/β."""
+    (Ryffel et al.'s Discussion after Cor. 3.3); the relative error is below λK/β."""
     beta = 1e4 * P["lam"]                       # β/λ = 10⁴
     ks = np.array([1, 3, 10, 30, 100])
     if schedule == "constant":
@@ -131,7 +131,7 @@ def test_epsilon_delta_conversion_and_calibration():
 
 def test_released_iterates_full_batch_is_plain_composition():
     """m = n: each step is the Gaussian mechanism with noise multiplier σn/(L√(2η)), whose RDP
-    α/(2z²) = αL²η/(n²σ²) is the seed's composition baseline."""
+    α/(2z²) = αL²η/(n²σ²) is Ryffel et al.'s composition baseline."""
     eta, K = 0.4, 250
     eps = released_iterates_epsilon(1e-5, P["lipschitz"], P["sigma"], P["n"], P["n"], eta, K=K)
     base = sgld_composition_rdp(DEFAULT_ORDERS, P["lipschitz"], P["sigma"], P["n"], eta, K=K)
@@ -295,7 +295,7 @@ def _per_example_hessians(X, y, lam, C, w):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("C", [2, 3, 10])
 def test_beta_bounds_the_numerical_hessian(seed, C):
-    """Autograd Hessians on random data: λ ≤ eig(∇²L_D) ≤ β (the seed's Lemma) and every
+    """Autograd Hessians on random data: λ ≤ eig(∇²L_D) ≤ β (Ryffel et al.'s Lemma) and every
     per-example Hessian ≤ the example β."""
     g = torch.Generator().manual_seed(seed)
     n, p, lam = 30, 4, 0.07

@@ -1,0 +1,70 @@
+"""No public default seed on anything that releases a private output.
+
+Every public dplib callable with a seed-like parameter whose default is not ``None`` must be in
+:data:`NOT_A_RELEASE` with the reason: a data split, a public data set, the attacker's own
+randomness, a timing, or a count of repetitions. A new function that trains or releases with
+``seed=0`` by default fails here (``dplib.training.distributed.digits_recipe`` once did)."""
+import inspect
+
+import pytest
+
+from dplib.testing.bad_inputs import public_callables
+
+NOT_A_RELEASE = {
+    "dplib.attacks.experiment.digits_pool seed": "the public pool's split",
+    "dplib.attacks.experiment.run_attacks seed": "the attacker's own randomness",
+    "dplib.attacks.shadow.ShadowModelAttack seed": "the attacker's classifier",
+    "dplib.datasets.load_cifar10 seed": "a data split",
+    "dplib.datasets.load_digits seed": "a data split",
+    "dplib.datasets.load_mnist seed": "a data split",
+    "dplib.device.setup seed": "a chapter's reproducible setup",
+    "dplib.encoding.experiment.compare_on_digits seeds": "number of repetitions",
+    "dplib.encoding.experiment.compare_on_digits tune_seeds": "repetitions for tuning",
+    "dplib.encoding.experiment.digits_problem seed": "data split and code book",
+    "dplib.encoding.experiment.encoding_throughput seed": "a timing, nothing released",
+    "dplib.features.digits_features seed": "a public feature map",
+    "dplib.features.synthetic_features seed": "synthetic public data",
+    "dplib.features.synthetic_features task_seed": "synthetic public data",
+    "dplib.icl.data.load_agnews seed": "a data split",
+    "dplib.icl.data.load_sst2 seed": "a data split",
+    "dplib.icl.data.make_book_data seed": "the book's own synthetic corpus",
+    "dplib.langevin.experiments.compare_methods seeds": "number of repetitions",
+    "dplib.langevin.experiments.compare_on_digits seeds": "number of repetitions",
+    "dplib.langevin.experiments.compare_on_digits data_seed": "a data split",
+    "dplib.langevin.experiments.scaling_study seeds": "number of repetitions",
+    "dplib.langevin.experiments.scaling_study data_seed": "a data split",
+}
+
+
+def _fixed_seed_defaults() -> set[str]:
+    found = set()
+    for name, fn in public_callables().items():
+        try:
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        for p in params:
+            if "seed" in p.name and p.default not in (inspect.Parameter.empty, None):
+                found.add(f"{name} {p.name}")
+    return found
+
+
+def test_no_release_has_a_public_default_seed():
+    found = _fixed_seed_defaults()
+    assert not found - NOT_A_RELEASE.keys(), sorted(found - NOT_A_RELEASE.keys())
+    assert not NOT_A_RELEASE.keys() - found, ("stale entries", sorted(NOT_A_RELEASE.keys() - found))
+
+
+def test_distributed_recipe_draws_fresh_seeds():
+    from dplib.training.distributed import digits_recipe
+    assert inspect.signature(digits_recipe).parameters["seed"].default is None
+
+
+@pytest.mark.parametrize("name", ["dplib.training.train", "dplib.training.train_distributed",
+                                  "dplib.training.train_models_batched"])
+def test_trainers_default_to_fresh_entropy(name):
+    import importlib
+    mod, attr = name.rsplit(".", 1)
+    fn = getattr(importlib.import_module(mod), attr)
+    seed_param = "seeds" if attr == "train_models_batched" else "seed"
+    assert inspect.signature(fn).parameters[seed_param].default is None
