@@ -25,11 +25,11 @@ from .laplace import (float_laplace_reachable, laplace_mechanism, laplace_privac
                       laplace_scale, mean_sensitivity, textbook_float_laplace)
 from .randomized_response import (coin_flip_p_truth, randomized_response, rr_epsilon,
                                   rr_estimate, rr_estimator_variance, rr_p_truth,
-                                  rr_simulate_estimates)
+                                  rr_posterior, rr_simulate_estimates)
 
 __all__ = [
     "coin_flip_p_truth", "randomized_response", "rr_epsilon", "rr_estimate",
-    "rr_estimator_variance", "rr_p_truth", "rr_simulate_estimates",
+    "rr_estimator_variance", "rr_p_truth", "rr_simulate_estimates", "rr_posterior",
     "laplace_scale", "laplace_mechanism", "laplace_privacy_loss", "mean_sensitivity",
     "textbook_float_laplace", "float_laplace_reachable",
     "gaussian_sigma", "gaussian_delta", "gaussian_epsilon", "gaussian_mechanism",

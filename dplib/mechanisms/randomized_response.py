@@ -23,10 +23,15 @@ with variance (Warner 1965)
     Var(π̂) = π'(1 - π') / (n (2p - 1)²) = π(1 - π)/n + p(1 - p) / (n (2p - 1)²).
 
 The first term is the sampling error any survey has; the second is the price of privacy.
+
+What one report reveals (:func:`rr_posterior`): an attacker who believed "yes" with probability π₀
+and sees a "yes" report multiplies the odds by p / (1 - p) = e^ε, the most any ε-DP mechanism
+allows, so randomized response meets the Bayesian reading of ε with equality.
 """
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from .._validate import (as_generator, check_binary_array, check_int, check_positive,
                          check_positive_array, check_probability, check_real,
@@ -34,7 +39,7 @@ from .._validate import (as_generator, check_binary_array, check_int, check_posi
 
 __all__ = [
     "rr_p_truth", "rr_epsilon", "coin_flip_p_truth", "randomized_response", "rr_estimate",
-    "rr_estimator_variance", "rr_simulate_estimates",
+    "rr_estimator_variance", "rr_simulate_estimates", "rr_posterior",
 ]
 
 
@@ -145,3 +150,38 @@ def rr_simulate_estimates(n: int, proportion: float, epsilon: float, trials: int
         n_yes = int(round(pi * n))
         yes_reports = gen.binomial(n_yes, p, size=trials) + gen.binomial(n - n_yes, 1 - p, size=trials)
     return (yes_reports / n - (1.0 - p)) / np.tanh(epsilon / 2)
+
+
+def rr_posterior(prior: float | np.ndarray, epsilon: float | np.ndarray, *,
+                 report: int = 1) -> np.ndarray | float:
+    """Posterior probability that a respondent's true answer is "yes", given their report.
+
+    An attacker believes with probability ``prior`` (π₀) that the answer is "yes" and sees one
+    report of ε-DP randomized response. Bayes' rule multiplies the prior odds π₀/(1 - π₀) by the
+    likelihood ratio Pr[report | yes] / Pr[report | no], which is p/(1 - p) = e^ε for a "yes"
+    report and e^{-ε} for a "no" report:
+
+        posterior = e^{±ε} π₀ / (e^{±ε} π₀ + 1 - π₀).
+
+    For ``report=1`` this is also the largest posterior that *any* ε-DP mechanism allows an
+    attacker whose uncertainty is about this one person's answer (posterior odds ≤ e^ε × prior
+    odds; Kasiviswanathan & Smith 2014; Dwork & Roth 2014, §2.3): randomized response meets the
+    bound with equality. Computed on the log-odds scale, so large ε and priors of 0 or 1 are
+    exact. Vectorised (with broadcasting) over ``prior`` and ``epsilon``.
+
+    Parameters
+    ----------
+    prior : π₀ ∈ [0, 1], scalar or array — the attacker's belief before the report.
+    epsilon : ε > 0 (finite), scalar or array — the privacy parameter of the report.
+    report : 1 ("yes") or 0 ("no") — the report the attacker sees.
+    """
+    pi0 = check_real_array("prior", prior, low=0.0, high=1.0, low_open=False, high_open=False)
+    eps = check_positive_array("epsilon", epsilon)
+    if isinstance(report, (bool, np.bool_)) or not isinstance(report, (int, np.integer)) \
+            or int(report) not in (0, 1):
+        raise ValueError(f"report must be 1 (yes) or 0 (no), got {report!r}")
+    sign = 1.0 if int(report) == 1 else -1.0
+    with np.errstate(divide="ignore"):          # prior 0 or 1: log-odds -inf or +inf, exact
+        log_odds = np.log(pi0) - np.log1p(-pi0) + sign * eps
+    post = expit(log_odds)
+    return float(post) if post.ndim == 0 else post
