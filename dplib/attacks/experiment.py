@@ -13,6 +13,9 @@ lives here once.
   threshold (Yeom et al. 2018), the shadow-model classifier (Shokri et al. 2017) and LiRA online
   / offline, with per-example or fixed variance (Carlini et al. 2022). It returns the scores and
   the true membership, pooled over the targets.
+* :func:`lira_by_shadow_count` reruns LiRA with fewer of the shadows already trained (``k/2``
+  IN and ``k/2`` OUT per example, averaged over disjoint groups): the power-versus-budget curve
+  of Carlini et al. (2022, Fig. 9) without new training.
 * :func:`canary_audit` is a proper audit in the sense of :mod:`dplib.attacks.audit_stats`: the
   SAME training set D with and without one planted canary record, many independent training runs
   of each, the canary's score in every run as one i.i.d. trial (Jagielski et al. 2020; Nasr et
@@ -45,14 +48,14 @@ import torch
 
 from .._validate import as_generator, check_int, check_positive, check_probability
 from .lira import lira_offline, lira_online
-from .roc import check_membership_labels, check_scores
+from .roc import attack_summary, check_membership_labels, check_scores
 from .scores import score_examples
 from ..training.batched import train_models_batched
 from .shadow import ShadowModelAttack, membership_masks
 
 __all__ = ["Population", "train_population", "run_attacks", "ATTACKS",
            "population_epsilon_lower_bound", "CanaryAudit", "canary_audit", "digits_pool",
-           "mia_model", "MIA_RECIPE"]
+           "mia_model", "MIA_RECIPE", "ShadowCountCurve", "lira_by_shadow_count"]
 
 #: The training recipe of the membership-inference chapter and benchmark: DP-Adam with Poisson
 #: rate q = 0.1 for 20 epochs (200 steps on 898 records), lr 0.02, clipping norm C = 1,
@@ -195,6 +198,94 @@ def run_attacks(pop: Population, attacks=ATTACKS, *, shadow_classifier: str = "l
             out[a] = fn(phi[:T], phi[T:], sh_in, fixed_variance=a.endswith("_fixed"))
     return {k: np.asarray(v, dtype=np.float64).reshape(-1) for k, v in out.items()}, \
         pop.masks[:T].reshape(-1)
+
+
+@dataclass(frozen=True)
+class ShadowCountCurve:
+    """LiRA's power as a function of the number of shadow models (:func:`lira_by_shadow_count`).
+
+    ``counts[j]`` shadow models per example (half IN, half OUT); ``groups[j]`` disjoint sets of
+    that many shadows were attacked with and averaged. ``auc[a]`` and ``tpr[a]`` are the means
+    over the groups (arrays like ``counts``) for attack ``a``, the TPR at FPR ``fpr``;
+    ``auc_groups[a][j]`` and ``tpr_groups[a][j]`` hold the values of the single groups.
+    """
+    counts: np.ndarray
+    groups: np.ndarray
+    fpr: float
+    auc: dict
+    tpr: dict
+    auc_groups: dict
+    tpr_groups: dict
+
+
+def lira_by_shadow_count(pop: Population, counts, *,
+                         attacks=("lira_online", "lira_online_fixed"),
+                         fpr: float = 1e-3) -> ShadowCountCurve:
+    """Attack ``pop``'s targets with LiRA using only ``k`` of its shadow models per example.
+
+    No training: for each ``k`` in ``counts`` (even, at least 4) every example keeps ``k/2`` of
+    its IN and ``k/2`` of its OUT shadow scores — the scores a balanced design of ``k`` shadow
+    models would give it (each example in exactly half of them). The shadows of ``pop`` are
+    split into disjoint groups of that size (as many as every example has enough IN and OUT
+    shadows for), each group is attacked (:func:`dplib.attacks.lira.lira_online` /
+    ``lira_offline``, per-example or fixed variance) and its AUC and TPR at ``fpr`` measured
+    over all (target, example) pairs; the curve is the mean over the groups. With
+    ``k = pop.n_shadows`` on a balanced population it reproduces :func:`run_attacks`.
+    This is the ablation of Carlini et al. (2022, Sec. VI-B, Fig. 9): per-example variances
+    need many shadow models; with few, one pooled variance does better.
+    """
+    if not isinstance(pop, Population):
+        raise ValueError(f"pop must be a Population (from train_population), got "
+                         f"{type(pop).__name__}")
+    lira = [a for a in ATTACKS if a.startswith("lira")]
+    if isinstance(attacks, str) or not attacks or any(a not in lira for a in attacks):
+        raise ValueError(f"attacks must be a non-empty list of LiRA variants among {lira}, "
+                         f"got {attacks!r}")
+    target_fpr = check_probability("fpr", fpr, low_open=True, high_open=True)
+    try:
+        ks = sorted({check_int("counts", k, low=4) for k in counts})
+    except TypeError:
+        raise ValueError(f"counts must be a list of even integers >= 4, got {counts!r}") from None
+    if not ks or any(k % 2 for k in ks):
+        raise ValueError(f"counts must be a non-empty list of even integers >= 4, got {counts!r}")
+    T = pop.n_targets
+    sh_in = np.asarray(pop.masks[T:], dtype=bool)
+    fewest = int(min(sh_in.sum(0).min(), (~sh_in).sum(0).min()))
+    if ks[-1] // 2 > fewest:
+        raise ValueError(f"counts must be at most {2 * fewest} here (some example has only "
+                         f"{fewest} IN or OUT shadow models), got {ks[-1]}")
+    phi = np.asarray(score_examples(pop.logits, pop.labels[None, :], "logit"), dtype=np.float64)
+    tgt, sh = phi[:T], phi[T:]
+    member = pop.masks[:T].reshape(-1)
+    in_rows = np.argsort(~sh_in, axis=0, kind="stable")     # per example: IN shadows first
+    out_rows = np.argsort(sh_in, axis=0, kind="stable")     # per example: OUT shadows first
+    auc_g = {a: [] for a in attacks}
+    tpr_g = {a: [] for a in attacks}
+    groups = []
+    for k in ks:
+        h = k // 2
+        n_groups = fewest // h
+        groups.append(n_groups)
+        vals = {a: ([], []) for a in attacks}
+        for g in range(n_groups):
+            rows = np.vstack([in_rows[g * h:(g + 1) * h], out_rows[g * h:(g + 1) * h]])
+            scores_k = np.take_along_axis(sh, rows, axis=0)
+            in_k = np.arange(k)[:, None] < h
+            in_k = np.broadcast_to(in_k, scores_k.shape)
+            for a in attacks:
+                fn = lira_online if a.startswith("lira_online") else lira_offline
+                sc = fn(tgt, scores_k, in_k, fixed_variance=a.endswith("_fixed")).reshape(-1)
+                r = attack_summary(sc, member, fprs=(target_fpr,))
+                vals[a][0].append(r["auc"])
+                vals[a][1].append(r[f"tpr@{target_fpr:g}"])
+        for a in attacks:
+            auc_g[a].append(np.array(vals[a][0]))
+            tpr_g[a].append(np.array(vals[a][1]))
+    return ShadowCountCurve(counts=np.array(ks), groups=np.array(groups), fpr=target_fpr,
+                            auc={a: np.array([v.mean() for v in auc_g[a]]) for a in attacks},
+                            tpr={a: np.array([v.mean() for v in tpr_g[a]]) for a in attacks},
+                            auc_groups={a: tuple(auc_g[a]) for a in attacks},
+                            tpr_groups={a: tuple(tpr_g[a]) for a in attacks})
 
 
 def population_epsilon_lower_bound(scores, membership, *, delta: float = 0.0,

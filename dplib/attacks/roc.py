@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_probability, check_real_array
+from .._validate import check_probability, check_real, check_real_array
+from .audit_stats import clopper_pearson
 
-__all__ = ["roc_curve", "roc_auc", "tpr_at_fpr", "attack_summary", "plot_roc", "dp_tpr_bound",
-           "check_membership_labels", "check_scores"]
+__all__ = ["roc_curve", "roc_auc", "tpr_at_fpr", "operating_point", "attack_summary", "plot_roc",
+           "dp_tpr_bound", "check_membership_labels", "check_scores"]
 
 
 def check_membership_labels(labels, *, name: str = "labels") -> np.ndarray:
@@ -70,7 +71,7 @@ def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     order = np.argsort(-s, kind="mergesort")
     s_sorted, y_sorted = s[order], y[order]
     # the last index of every run of tied scores: where the threshold can sit
-    last_of_run = np.r_[np.flatnonzero(np.diff(s_sorted) != 0), s_sorted.size - 1]
+    last_of_run = np.r_[np.flatnonzero(s_sorted[1:] != s_sorted[:-1]), s_sorted.size - 1]
     tp = np.cumsum(y_sorted)[last_of_run]
     fp = (last_of_run + 1) - tp
     tpr = np.r_[0.0, tp / y.sum()]
@@ -102,6 +103,39 @@ def tpr_at_fpr(scores, labels, fpr) -> float | np.ndarray:
     idx = np.searchsorted(f, target, side="right") - 1     # f is non-decreasing, f[0] = 0
     out = t[idx]
     return float(out) if out.ndim == 0 else out
+
+
+def operating_point(scores, labels, fpr: float, *, confidence: float = 0.95) -> dict:
+    """The ROC point of :func:`tpr_at_fpr` with its counts and exact binomial intervals.
+
+    The threshold is the one that accuses the most members while accusing at most a fraction
+    ``fpr`` of the non-members. Returned keys: ``threshold``, ``tp`` (members accused) of
+    ``members``, ``fp`` (non-members accused) of ``non_members``, ``tpr = tp/members``, the
+    achieved ``fpr = fp/non_members`` (at most the requested one), and two-sided
+    Clopper–Pearson intervals ``tpr_ci`` and ``fpr_ci`` at level ``confidence`` (returned too;
+    Clopper & Pearson 1934; :func:`dplib.attacks.audit_stats.clopper_pearson`).
+
+    What the intervals mean: each is the exact interval for a binomial count, so it treats the
+    scored examples as independent trials and the threshold as fixed. The threshold here is read
+    off the same data, and (target model, example) pairs that share a target model are not
+    independent, so the level is nominal. The intervals still show the point that matters
+    at a low FPR: with ``m`` non-members, FPR ≤ ``fpr`` allows only ``⌊fpr·m⌋`` false positives,
+    and a rate resting on a handful of counts is uncertain by a factor of several (Carlini et
+    al. 2022, Sec. III, on reporting TPR at low FPR).
+    """
+    y = check_membership_labels(labels)
+    s = check_scores(scores, y.size)
+    target = check_probability("fpr", fpr)
+    conf = check_real("confidence", confidence, low=0.0, high=1.0)
+    f, t, thr = roc_curve(s, y)
+    idx = int(np.searchsorted(f, target, side="right") - 1)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    tp, fp = int(round(t[idx] * n_pos)), int(round(f[idx] * n_neg))   # the counts of that point
+    return {"threshold": float(thr[idx]), "tp": tp, "fp": fp, "members": n_pos,
+            "non_members": n_neg,
+            "tpr": tp / n_pos, "fpr": fp / n_neg,
+            "tpr_ci": clopper_pearson(tp, n_pos, conf), "fpr_ci": clopper_pearson(fp, n_neg, conf),
+            "confidence": conf}
 
 
 def attack_summary(scores, labels, fprs=(1e-3, 1e-2)) -> dict:

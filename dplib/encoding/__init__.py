@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from .accounting import (INTEGER_ORDERS, EncodingAccountant, calibrate_noise_scale,
                          code_log_moments, codebook_rdp, encoding_epsilon, lemma4_rdp)
-from .codebook import Codebook, build_codebook, encode, gradient_values
+from .codebook import Codebook, build_codebook, clamp_thresholds, encode, gradient_values
 from .denoise import ks_denoise, ks_distance
 from .moments import (MomentTable, check_monotone, gaussian_log_moments, laplace_log_moments,
                       log_moments, mixture_renyi_1d, moment_table, small_shift_constant)
@@ -41,7 +41,7 @@ __all__ = [
     "mixture_renyi_1d", "MomentTable", "moment_table", "check_monotone",
     "INTEGER_ORDERS", "code_log_moments", "lemma4_rdp", "codebook_rdp", "EncodingAccountant",
     "encoding_epsilon", "calibrate_noise_scale",
-    "Codebook", "build_codebook", "encode", "gradient_values",
+    "Codebook", "build_codebook", "clamp_thresholds", "encode", "gradient_values",
     "ks_distance", "ks_denoise",
     "encoded_noisy_gradient", "train_encoded", "EncodedTrainResult", "flat_grads",
     "privatization_error",

@@ -36,7 +36,7 @@ import numpy as np
 
 from .._validate import as_generator, check_int, check_positive, check_real
 
-__all__ = ["Codebook", "build_codebook", "encode", "gradient_values"]
+__all__ = ["Codebook", "build_codebook", "clamp_thresholds", "encode", "gradient_values"]
 
 
 @dataclass
@@ -155,20 +155,22 @@ def gradient_values(model, loss_fn, x, y, *, max_values: int = 200_000, rng: obj
     return flat
 
 
-def encode(grads, codebook: Codebook, *, return_index: bool = False):
-    """Algorithm 2 of Nasr, Shokri & Houmansadr (2020), batched: encode every row of ``grads``.
+def clamp_thresholds(grads, codebook: Codebook):
+    """Steps 1-2 of Algorithm 2 of Nasr, Shokri & Houmansadr (2020): the matched code vector of
+    every row of ``grads`` and the clamp threshold of every coordinate.
 
     Parameters
     ----------
-    grads : torch tensor (d,) or (B, d) — one micro-batch gradient per row (flattened).
+    grads : torch tensor (d,) or (B, d) — one micro-batch gradient per row (flattened), finite.
     codebook : :class:`Codebook` with ``dim == d``; moved to ``grads``' device and dtype.
-    return_index : also return the index of the matched code vector for every row.
 
-    Returns the encoded tensor, same shape as ``grads``: output_i = clamp(∇_i, −ψ[t], ψ[t]) with
-    t the rank of |∇_i| and ψ the code vector whose sorted magnitudes have the largest cosine
-    similarity with the sorted |∇| (see the module docstring for the corrected line 3). All rows
-    at once: one sort, one matrix product (B × d)·(d × n_codes), one scatter, one clamp.
-    A zero gradient is encoded as zero.
+    Returns ``(thresholds, index)``: ``thresholds`` has the shape of ``grads`` and holds ψ[t] at
+    coordinate i, where t is the rank of |∇_i| in the row (ascending) and ψ the code vector whose
+    sorted magnitudes have the largest cosine similarity with the sorted |∇| (the corrected
+    line 3, see the module docstring); ``index`` is the position of that ψ in the code book (a
+    scalar tensor for a single row). :func:`encode` clamps ∇_i to [−threshold_i, threshold_i].
+    Ties in |∇| are broken by ``torch.sort``; any order gives the same sorted magnitudes, hence
+    the same match.
     """
     import torch
     if not isinstance(grads, torch.Tensor):
@@ -192,8 +194,29 @@ def encode(grads, codebook: Codebook, *, return_index: bool = False):
     sim = ((mag_sorted / torch.where(top > 0, top, torch.ones_like(top))) @ psi.T) / psi_norm
     best = sim.argmax(dim=1)
     thr = torch.empty_like(g).scatter_(1, order, psi[best])   # ψ[rank(i)] at coordinate i
-    out = torch.maximum(torch.minimum(g, thr), -thr)
-    out = out[0] if single else out
+    if single:
+        return thr[0], best[0]
+    return thr, best
+
+
+def encode(grads, codebook: Codebook, *, return_index: bool = False):
+    """Algorithm 2 of Nasr, Shokri & Houmansadr (2020), batched: encode every row of ``grads``.
+
+    Parameters
+    ----------
+    grads : torch tensor (d,) or (B, d) — one micro-batch gradient per row (flattened).
+    codebook : :class:`Codebook` with ``dim == d``; moved to ``grads``' device and dtype.
+    return_index : also return the index of the matched code vector for every row.
+
+    Returns the encoded tensor, same shape as ``grads``: output_i = clamp(∇_i, −ψ[t], ψ[t]) with
+    t the rank of |∇_i| and ψ the code vector whose sorted magnitudes have the largest cosine
+    similarity with the sorted |∇| (see the module docstring for the corrected line 3). All rows
+    at once: one sort, one matrix product (B × d)·(d × n_codes), one scatter
+    (:func:`clamp_thresholds`), one clamp. A zero gradient is encoded as zero.
+    """
+    import torch
+    thr, best = clamp_thresholds(grads, codebook)   # validates grads and codebook
+    out = torch.maximum(torch.minimum(grads, thr), -thr)
     if return_index:
-        return out, (best[0] if single else best)
+        return out, best
     return out

@@ -292,9 +292,9 @@ class ScipyNoise(NoiseDistribution):
             raise ValueError(f"dist must be symmetric about 0 (z(x) = z(−x)); "
                              f"{dist.dist.name} with these parameters is not. Lemma 4's proof "
                              "(Theorem 2 / MTZ 2019 Thm 5) needs a symmetric density.")
-        var = float(self._std.var())
-        self.std_variance = var
-        self.std_mean_abs = float(self._std.expect(np.abs))
+        with np.errstate(over="ignore"):   # a pdf like 1/cosh(x) overflows to 0 far out
+            self.std_variance = float(self._std.var())
+            self.std_mean_abs = float(self._std.expect(np.abs))
         self.std_fisher = float(fisher) if fisher is not None else self._fisher()
 
     def _fisher(self) -> float:

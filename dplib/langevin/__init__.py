@@ -37,7 +37,8 @@ from .sampler import ACCOUNTANTS, SGLDResult, dp_sgld, train_dp_sgld_logistic
 from .sgld import (RELEASED_ORDERS, constant_step_rdp, decreasing_step_rdp,
                    decreasing_step_sizes, released_iterates_calibrate_sigma,
                    released_iterates_epsilon, released_iterates_rdp, sgld_calibrate_sigma,
-                   sgld_composition_rdp, sgld_epsilon, sgld_rdp, sgld_rdp_limit)
+                   sgld_composition_rdp, sgld_epsilon, sgld_rdp, sgld_rdp_limit,
+                   sgld_utility_bound)
 
 __all__ = (dynamics.__all__ + gradient_descent.__all__ + sgld.__all__ + counterexample.__all__
            + logistic.__all__ + sampler.__all__ + experiments.__all__)

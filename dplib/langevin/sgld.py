@@ -24,6 +24,8 @@ Privacy (neighbouring data sets differ by replacing one record, RDP of order α 
   :func:`decreasing_step_sizes` — η_k = 1/(2β + λk/2).
 * :func:`sgld_epsilon`, :func:`sgld_calibrate_sigma` — the (ε, δ) Theorem 3.1 claims, through
   :func:`dplib.accounting.rdp_to_epsilon`, and the σ that meets a target ε by it.
+* :func:`sgld_utility_bound` — the paper's utility theorems (4.1 constant step, 4.2 decreasing
+  step): the σ and K they prescribe and the excess-risk bound.
 * :func:`released_iterates_rdp`, :func:`released_iterates_epsilon`,
   :func:`released_iterates_calibrate_sigma` — what the same run costs when every iterate is
   released: per-step subsampled Gaussian (batches without replacement, replace-one; Wang, Balle
@@ -47,7 +49,7 @@ from ._checks import as_output, zcdp_sigma_guess
 
 __all__ = ["sgld_rdp", "constant_step_rdp", "decreasing_step_rdp", "decreasing_step_sizes",
            "sgld_rdp_limit", "sgld_composition_rdp", "sgld_epsilon", "sgld_calibrate_sigma",
-           "released_iterates_rdp", "released_iterates_epsilon",
+           "sgld_utility_bound", "released_iterates_rdp", "released_iterates_epsilon",
            "released_iterates_calibrate_sigma", "RELEASED_ORDERS"]
 
 #: Rényi orders of the released-iterates accountant in
@@ -271,6 +273,60 @@ def sgld_calibrate_sigma(target_epsilon: float, delta: float, lipschitz: float, 
     return safe_log_root(excess, guess, guess, rtol=1e-10, floor=1e-12, ceiling=1e12,
                          too_large=f"target_epsilon={target_epsilon!r} is below what any sigma "
                                    "<= 1e12 reaches for this delta and order grid; raise it")
+
+
+def sgld_utility_bound(alpha: float, epsilon: float, lipschitz: float, lam: float, beta: float,
+                       n: int, d: int, *, schedule: str = "constant",
+                       grad_second_moment: float | None = None) -> dict:
+    """The utility theorems of Ryffel, Bach & Pointcheval (2022): σ, K and the excess-risk bound.
+
+    Both set σ² = 4αL²/(ελn²), the noise at which Theorem 3.1's limit equals ε (so the run is
+    (α, ε)-RDP for every K by that theorem — proved for full batches only, see :func:`sgld_rdp`),
+    and write r = εn²/(αd).
+
+    * ``schedule="constant"`` — Theorem 4.1: η = 1/(2β), K = (2β/λ) ln r (needs r > 1), and
+      E[ℒ_D(θ_K) − ℒ_D(θ*)] ≤ 6αβdL²/(ελ²n²) + ξ²/(4λ), where ξ² = E‖∇ℒ_B(θ*)‖² is the second
+      moment of a batch gradient at the optimum (``grad_second_moment``; None uses ξ² ≤ L², the
+      bound the paper uses; 0 for full batches with θ* inside C). The first term is the noise,
+      the second the minibatch error.
+    * ``schedule="decreasing"`` — Theorem 4.2: η_k = 1/(2β + λk/2),
+      K = max((β/λ) r, (λ/β) r²), and the *average* excess risk of the iterates,
+      E[(1/K) Σ_k ℒ_D(θ_k) − ℒ_D(θ*)] ≤ 18αdL²/(ελn²): no β/λ factor, no ξ² term.
+      ``grad_second_moment`` is not used.
+
+    The constants 6 and 18 are those of the paper's proofs. Both proofs use ∇ℒ_D(θ*) = 0, i.e.
+    θ* is the unconstrained minimiser and lies in C. Returns {"sigma", "K" (real-valued; round
+    up), "noise_term", "sgd_term", "bound", "r", "ratio"} with ratio = r/(β/λ)², the quantity
+    of the paper's Table 4 (below 1, Theorem 4.2's K grows like n²; above 1, like n⁴).
+    """
+    a = check_real("alpha", alpha, low=1.0)
+    e = check_positive("epsilon", epsilon)
+    lip = check_positive("lipschitz", lipschitz)
+    lm = check_positive("lam", lam)
+    b = check_positive("beta", beta)
+    if b < lm:
+        raise ValueError(f"beta must be >= lam, got beta={beta!r} < lam={lam!r}")
+    nn = check_int("n", n, low=1)
+    dd = check_int("d", d, low=1)
+    if schedule not in ("constant", "decreasing"):
+        raise ValueError(f"schedule must be one of ('constant', 'decreasing'), got "
+                         f"{schedule!r}")
+    xi2 = lip**2 if grad_second_moment is None else check_real(
+        "grad_second_moment", grad_second_moment, low=0.0, low_open=False)
+    r = e * nn**2 / (a * dd)
+    sigma = math.sqrt(4.0 * a * lip**2 / (e * lm * nn**2))
+    if schedule == "constant":
+        if r <= 1.0:
+            raise ValueError(f"epsilon * n**2 / (alpha * d) must be > 1 for Theorem 4.1's "
+                             f"K = (2 beta/lam) log(epsilon n^2/(alpha d)) to be positive, got "
+                             f"{r!r}")
+        K = 2.0 * b / lm * math.log(r)
+        noise, sgd = 6.0 * a * b * dd * lip**2 / (e * lm**2 * nn**2), xi2 / (4.0 * lm)
+    else:
+        K = max(b / lm * r, lm / b * r**2)
+        noise, sgd = 18.0 * a * dd * lip**2 / (e * lm * nn**2), 0.0
+    return {"sigma": sigma, "K": K, "noise_term": noise, "sgd_term": sgd, "bound": noise + sgd,
+            "r": r, "ratio": r / (b / lm) ** 2}
 
 
 def _released_schedule(step_sizes: object, K: object, max_groups: object) -> tuple:

@@ -554,3 +554,49 @@ def _grad1(theta, idx):
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- the utility theorems (Section 4 of the paper) -----------------------------------------------
+
+def test_utility_bounds_recompute_the_papers_proofs():
+    """Theorem 4.1: Lemma 4.1's three terms at η = 1/(2β), K = (2β/λ) ln r and ‖θ0 − θ*‖² ≤ 4L²/λ²
+    add up to the returned bound (the paper's 6αβdL²/(ελ²n²) + ξ²/(4λ)); Theorem 4.2: Lemma 4.2's
+    terms at the returned K stay below 18αdL²/(ελn²); σ² puts Theorem 3.1's limit at ε."""
+    from dplib.langevin import sgld_utility_bound
+    a, e, L, lam, beta, n, d = 24.0, 0.5, 1.8, 0.03, 0.53, 5000, 170
+    c = sgld_utility_bound(a, e, L, lam, beta, n, d, grad_second_moment=0.7)
+    eta, sig2 = 1 / (2 * beta), c["sigma"] ** 2
+    assert math.isclose(sgld_rdp_limit(a, L, c["sigma"], lam, n), e, rel_tol=1e-12)
+    lemma41 = (beta / 2 * 4 * L**2 / lam**2 * math.exp(-lam * eta * c["K"])
+               + beta * eta * 0.7 / (2 * lam) + beta * d * sig2 / lam)
+    assert math.isclose(c["bound"], lemma41, rel_tol=1e-12)
+    assert math.isclose(c["noise_term"], 6 * a * beta * d * L**2 / (e * lam**2 * n**2),
+                        rel_tol=1e-12)
+    assert c["sgd_term"] == 0.7 / (4 * lam)
+    assert sgld_utility_bound(a, e, L, lam, beta, n, d)["sgd_term"] == L**2 / (4 * lam)
+    dec = sgld_utility_bound(a, e, L, lam, beta, n, d, schedule="decreasing")
+    K = dec["K"]
+    lemma42 = (2 * beta / K * 4 * L**2 / lam**2 + 2 * d * sig2
+               + 4 * L**2 / (K * lam) * math.log(1 + lam * K / (4 * beta)))
+    assert lemma42 <= dec["bound"] * (1 + 1e-12)
+    assert math.isclose(dec["bound"], 18 * a * d * L**2 / (e * lam * n**2), rel_tol=1e-12)
+    r = e * n**2 / (a * d)
+    assert math.isclose(dec["ratio"], r / (beta / lam) ** 2, rel_tol=1e-12)
+    assert K == max(beta / lam * r, lam / beta * r**2)
+    # the ratio is the one of table4_diagnostics
+    assert math.isclose(table4_diagnostics(beta, lam, e, a, n, d)["ratio"], dec["ratio"],
+                        rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("bad, name", [
+    (dict(alpha=1.0), "alpha"), (dict(epsilon=0.0), "epsilon"), (dict(lipschitz=-1.0),
+                                                                 "lipschitz"),
+    (dict(lam=0.0), "lam"), (dict(beta=0.01), "beta"), (dict(n=0), "n"), (dict(d=1.5), "d"),
+    (dict(schedule="cosine"), "schedule"), (dict(grad_second_moment=-1.0), "grad_second_moment"),
+    (dict(n=10), "epsilon \\* n\\*\\*2"),
+])
+def test_utility_bound_bad_input(bad, name):
+    from dplib.langevin import sgld_utility_bound
+    args = dict(alpha=24.0, epsilon=0.5, lipschitz=1.8, lam=0.03, beta=0.53, n=5000, d=170)
+    with pytest.raises(ValueError, match=name):
+        sgld_utility_bound(**{**args, **bad})

@@ -1,0 +1,112 @@
+"""Bad-input specs (:class:`~dplib.testing.bad_inputs.Spec`) of the chapters' figures
+(:mod:`dplib.figures`) and the small helpers they brought with them."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from .bad_inputs import INF, NAN, Spec
+
+
+def figures_specs() -> list[Spec]:
+    """Chapters 1-5: probability tree, posteriors, neighbouring outputs, accountants, DP-SGD."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from dplib.figures import composition as FC
+    from dplib.figures import dpsgd as FD
+    from dplib.figures import mechanisms as FM
+    from dplib.figures import randomized_response as FR
+    from dplib.figures import subsampling as FS
+    RR = importlib.import_module("dplib.mechanisms.randomized_response")   # the module, not
+    #                                                   the function of the same name
+    norms = {"start": np.array([0.5, 2.0, 3.0])}
+    return [
+        Spec("dplib.mechanisms.randomized_response.rr_posterior", lambda: RR.rr_posterior,
+             args=(0.1, 1.0), params=dict(prior="prob_array", epsilon="pos_vec",
+                                          report=[2, True, "yes", None, 1.5])),
+        Spec("dplib.figures.randomized_response.probability_tree", lambda: FR.probability_tree,
+             params=dict(heads="frac_open")),
+        Spec("dplib.figures.randomized_response.posterior_curves", lambda: FR.posterior_curves,
+             params=dict(epsilons=[[], [0.0], [NAN], [-1.0], "abc", None], prior="frac_open")),
+        Spec("dplib.figures.randomized_response.tradeoff_region", lambda: FR.tradeoff_region,
+             params=dict(epsilons=[[], [-1.0], [NAN], "abc", None], delta="delta0")),
+        Spec("dplib.figures.mechanisms.neighbour_outputs_figure",
+             lambda: FM.neighbour_outputs_figure, args=(1.0,), kwargs=dict(delta=1e-5),
+             params=dict(epsilon="pos", sensitivity="pos", delta="delta",
+                         mechanisms=[["nope"], [], None], gaussian_method="choice")),
+        Spec("dplib.figures.mechanisms.local_vs_central_errors",
+             lambda: FM.local_vs_central_errors, args=(1.0, [100, 1000]),
+             kwargs=dict(trials=20, rng=0),
+             params=dict(epsilon="pos", n_values=[[], [0], [-5], [2.5], "abc", None],
+                         proportion="prob", trials="int1", rng="rng")),
+        Spec("dplib.figures.composition.privacy_loss_tail_figure",
+             lambda: FC.privacy_loss_tail_figure,
+             params=dict(mu=[0.0, -1.0, NAN, INF, "1", None, 50.0],
+                         epsilon=[-1.0, NAN, INF, "1", None])),
+        Spec("dplib.figures.composition.accountants_figure", lambda: FC.accountants_figure,
+             args=(10, 2.0, 1e-5), params=dict(k="int1", sigma="pos", delta="delta")),
+        Spec("dplib.figures.subsampling.amplification_figure",
+             lambda: FS.amplification_figure,
+             params=dict(noise_multiplier="pos", sample_rate="frac_open",
+                         sample_rates=[[], [0.0], [1.5], [NAN], "abc", None],
+                         epsilon_max=[0.5, -1.0, NAN, INF, "10", None])),
+        Spec("dplib.figures.dpsgd.pipeline_figure", lambda: FD.pipeline_figure,
+             kwargs=dict(noise_multiplier=1.0, max_grad_norm=1.0, sample_rate=0.01, n=1000),
+             params=dict(noise_multiplier=[0.0, -1.0, NAN, INF, "1"],
+                         max_grad_norm=[0.0, -1.0, NAN, INF, "1"],
+                         sample_rate=[0.0, -0.1, 1.5, NAN, "0.1"],
+                         n=[0, -3, 2.5, NAN, "3", True])),
+        Spec("dplib.figures.dpsgd.clipped_fraction", lambda: FD.clipped_fraction,
+             args=([0.5, 2.0], 1.0), params=dict(norms=[[], [NAN], [-1.0], "abc", None],
+                                                max_grad_norm="pos")),
+        Spec("dplib.figures.dpsgd.gradient_norm_histogram", lambda: FD.gradient_norm_histogram,
+             args=(norms, 1.0), params=dict(norms=[{}, {"a": [NAN]}, {"a": []}, None, "abc"],
+                                            max_grad_norm="pos", bins="int1")),
+    ]
+
+
+def figures_specs_more() -> list[Spec]:
+    """Chapters 6-9: coupled diffusions, SGLD's utility bound, a gradient beside its clamp
+    thresholds, an attack's operating point."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import torch
+
+    from dplib.attacks import roc as AR
+    from dplib.encoding import Codebook
+    from dplib.encoding import codebook as EC
+    from dplib.figures import encoding as FE
+    book = Codebook(np.array([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.6, 0.8], [0.5, 0.5, 0.5, 0.5]]))
+    grad = torch.tensor([0.3, -0.1, 0.0, 2.0])
+    bad_grads = [None, "abc", np.ones(4), torch.ones(3)]
+    from dplib.figures import langevin as FL
+    from dplib.langevin import sgld as LS
+    small = dict(n=50, K=20, paths=1, seed=1)
+    runs = dict(sensitivity="pos", sigma="pos", eta="pos", n="int1", K="int1", alpha="pos",
+                lam="pos", paths="int1", seed="seed")
+    return [
+        Spec("dplib.figures.langevin.coupled_runs", lambda: FL.coupled_runs, kwargs=small,
+             params=runs),
+        Spec("dplib.figures.langevin.coupled_runs_figure", lambda: FL.coupled_runs_figure,
+             kwargs=small, params=runs),
+        Spec("dplib.langevin.sgld.sgld_utility_bound", lambda: LS.sgld_utility_bound,
+             args=(2.0, 1.0, 1.0, 1.0, 2.0, 1000, 10),
+             params=dict(alpha=[1.0, 0.5, NAN, "2", None], epsilon="pos", lipschitz="pos",
+                         lam="pos", beta="pos", n="int1", d="int1", schedule="choice")),
+        Spec("dplib.encoding.codebook.clamp_thresholds", lambda: EC.clamp_thresholds,
+             args=(grad, book), params=dict(grads=bad_grads, codebook=[None, "x", 1.0])),
+        # the figures also take a numpy gradient
+        Spec("dplib.figures.encoding.clamp_data", lambda: FE.clamp_data, args=(grad, book),
+             params=dict(grad=[None, "abc", torch.ones(3), [NAN, 0.0, 0.0, 1.0]],
+                         codebook=[None, "x", 1.0])),
+        Spec("dplib.figures.encoding.clamp_figure", lambda: FE.clamp_figure, args=(grad, book),
+             kwargs=dict(window=2), params=dict(grad=[None, "abc", torch.ones(3)],
+                                                codebook=[None, "x", 1.0],
+                                                window="int1")),
+        Spec("dplib.attacks.roc.operating_point", lambda: AR.operating_point,
+             args=([0.9, 0.1, 0.8, 0.3], [1, 0, 1, 0], 0.25),
+             params=dict(scores=[[NAN, 0.1, 0.8, 0.3], [0.1], "abc", None],
+                         labels=[[1, 0, 2, 0], "abc", None], fpr="prob",
+                         confidence=[-0.1, 1.5, NAN, "0.9", None])),
+    ]
