@@ -37,7 +37,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) "$(TORCH_SPEC)" 2>&1 | grep -v "^WARNING: Location" || true
 	$(PIP) -r requirements-dev.txt -e . 2>&1 | grep -v "^WARNING: Location" || true
-	@$(PY) -c "import dplib, torch, jupyter_book, nbval, selenium, otter, bs4" || \
+	@$(PY) -c "import dplib, torch, transformers, tokenizers, jupyter_book, nbval, selenium, otter, bs4" || \
 		{ echo "setup failed: see the pip messages above"; exit 1; }
 	@touch $@
 

@@ -2,6 +2,7 @@
 
 Run:  python benchmarks/dpicl.py                 (about a minute on 2 CPU cores)
       python benchmarks/dpicl.py --quick         (fewer runs and queries, a few seconds)
+      python benchmarks/dpicl.py --model tiny    (the book's 2-layer GPT-2, offline)
       python benchmarks/dpicl.py --model gpt2    (a Hugging Face causal LM; needs `transformers`
                                                   and the weights, e.g. in Colab)
       python benchmarks/dpicl.py --data online   (SST-2 and AG News, downloaded once)
@@ -38,19 +39,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 runs, 100 queries, 600 MIA trials")
     ap.add_argument("--model", default="offline",
-                    help="'offline' (dplib.icl.OfflineICL) or a Hugging Face model name")
+                    help="'offline' (dplib.icl.OfflineICL), 'tiny' (the book's 2-layer GPT-2) "
+                         "or a Hugging Face model name")
     ap.add_argument("--data", choices=("book", "online"), default="book",
                     help="the book's data sets, or SST-2 / AG News (downloaded)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
     from dplib import __version__
-    from dplib.icl import (HFCausalLM, OfflineICL, accuracy_table, format_table,
-                           load_agnews, load_book_data, load_sst2, mia_one_shot)
+    from dplib.icl import (accuracy_table, format_table, load_agnews, load_book_data,
+                           load_model, load_sst2, mia_one_shot)
 
     runs, queries, trials = (2, 100, 600) if args.quick else (5, 200, 2000)
     t0 = time.perf_counter()
-    model = OfflineICL() if args.model == "offline" else HFCausalLM(args.model)
+    model = load_model(args.model)
     t_model = time.perf_counter() - t0
     if args.data == "book":
         sets = [load_book_data("sentiment"), load_book_data("topic")]

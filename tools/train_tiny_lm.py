@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> dict:
     seconds = time.perf_counter() - t0
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "dplib", "tools"], cwd=ROOT,
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "dplib", "tools",
+                            ":!dplib/data/tiny_lm"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
     record = save_tiny_lm(model, tok, args.out, provenance={
         "command": "python tools/train_tiny_lm.py " + " ".join(argv or sys.argv[1:]),

@@ -8,6 +8,11 @@ machinery, all of it tested:
   runs offline on a CPU (a documented stand-in for an LLM);
 * :mod:`.hf` — :class:`HFCausalLM`, the same interface over Hugging Face causal LMs (when
   ``transformers`` is there), loaded only at pinned hub commits;
+* :mod:`.tiny_lm` — a 2-layer GPT-2 and word-level tokenizer trained on the book's public
+  corpus, stored in ``dplib/data/tiny_lm`` (a real transformer that runs offline);
+* :mod:`.loader` — the chapter's model switch: ``load_model("offline" | "tiny" | hub name)``
+  and the data each runs on;
+* :mod:`.report` — the same experiments on every model, cached with provenance;
 * :mod:`.prompts` — prompt templates and batches of prompts over one exemplar pool;
 * :mod:`.aggregation` — disjoint partitions, noisy vote aggregation and report-noisy-max
   (Wu et al. 2024), embedding- and keyword-space aggregation (ESA, KSA: joint exponential
@@ -31,8 +36,11 @@ from .experiments import (DPICLResult, accuracy_table, derailment, dp_icl_classi
 from .fewshot import (generate_demonstrations, private_next_tokens, synthetic_demonstrations,
                       synthetic_demos_prompts)
 from .hf import HFCausalLM, transformers_available
+from .loader import LOCAL_MODELS, load_datasets, load_model
 from .model import HashingEmbedder, OfflineICL, WordVectors, generate
 from .prompts import PromptBatch, PromptTemplate, template_for
+from .report import format_model_table, load_model_table, model_report
+from .tiny_lm import load_tiny_lm
 
 __all__ = [
     "OfflineICL", "HFCausalLM", "HashingEmbedder", "WordVectors", "generate",
@@ -49,5 +57,6 @@ __all__ = [
     "public_corpus", "product_reference", "tokenize", "load_sst2", "load_agnews",
     "DPICLResult", "dp_icl_classify", "zero_shot_predict", "single_prompt_predict",
     "accuracy_table", "format_table", "mia_one_shot", "unigram_f1", "summarise_products",
-    "derailment",
+    "derailment", "LOCAL_MODELS", "load_model", "load_datasets", "load_tiny_lm",
+    "model_report", "load_model_table", "format_model_table",
 ]

@@ -306,7 +306,8 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
     * ``"esa"`` — each subset writes a summary; the mean of their embeddings + noise (Δ = 2/M
       on the mean, Q releases) picks the nearest of ``num_candidates`` public candidates
       (zero-shot samples of the model from the same prefix). ``embed`` maps a list of texts to
-      an array of embeddings; by default the offline model's hashed lexical embedding. The
+      an array of embeddings; by default the model's own ``embed`` (the offline model's hashed
+      lexical embedding; a Hugging Face model's mean-pooled hidden states). The
       answers and the candidates are embedded in separate calls, so the candidates' embeddings
       never see the private answers;
     * ``"ksa_em"`` / ``"ksa_ptr"`` — histogram of the adjectives of the M summaries; the top
@@ -349,8 +350,7 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
     kw_list = tuple(NEGATIVE + POSITIVE)
 
     def embed_texts(texts: list[str]) -> np.ndarray:
-        return (np.asarray(embed(texts)) if embed is not None
-                else model.lexical.embed(texts).toarray())
+        return np.asarray((embed or model.embed)(texts), dtype=float)
 
     if method == "per_token":
         noise = gaussian_noise_std(eps, d, qn * t_max, q, VOTE_SENSITIVITY)

@@ -151,6 +151,30 @@ class HFCausalLM:
             out.append(torch.log_softmax(logits.float(), dim=-1).cpu().numpy())
         return np.concatenate(out).astype(float)
 
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm sentence embeddings from the model's last hidden layer, (len(texts), d).
+
+        Each text is run alone through the model (no padding can leak between texts, so an
+        embedding is a function of its own text only, as ESA's public candidates require) and
+        the hidden states of its tokens are averaged (mean pooling; Reimers & Gurevych 2019,
+        "Sentence-BERT", EMNLP, found mean pooling the best of their pooling choices), then
+        scaled to norm 1.
+        """
+        torch = self.torch
+        out = []
+        for text in texts:
+            ids = self.encode(str(text))[-self.max_length:] or [self.eos_id]
+            x = torch.tensor([ids], dtype=torch.long, device=self.device)
+            with torch.no_grad():
+                h = self.model(x, output_hidden_states=True).hidden_states[-1][0]
+            v = h.float().mean(dim=0).cpu().numpy().astype(float)
+            out.append(v / max(np.linalg.norm(v), 1e-12))
+        return np.stack(out) if out else np.zeros((0, self._hidden_size()))
+
+    def _hidden_size(self) -> int:
+        cfg = getattr(self.model, "config", None)
+        return int(getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", 1))
+
     def next_token_logprobs(self, batch: PromptBatch) -> np.ndarray:
         """log p(next token | rendered prompt), shape (B, vocabulary size)."""
         return self._last_logits([batch.render(b) for b in range(len(batch))])

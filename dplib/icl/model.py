@@ -263,6 +263,14 @@ class OfflineICL:
     def eos_id(self) -> int:
         return 0
 
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm lexical embeddings of ``texts``, shape (len(texts), d): what ESA compares.
+
+        Every model of this package has ``embed``; here it is the hashed TF-IDF words of the
+        public corpus (:class:`HashingEmbedder`), a function of each text alone.
+        """
+        return self.lexical.embed(list(texts)).toarray()
+
     def encode(self, text: str) -> list[int]:
         """Word ids of ``text`` (unknown words map to ``<unk>``)."""
         return [self._index.get(w, 1) for w in tokenize(text)]

@@ -284,8 +284,27 @@ EXCLUDED: dict[str, str] = {
         "dplib.icl.model.HashingEmbedder", "dplib.icl.model.OfflineICL",
         "dplib.icl.model.WordVectors", "dplib.icl.model.generate",
         "dplib.icl.prompts.PromptTemplate",
-        "dplib.icl.prompts.template_for", "dplib.langevin.experiments.format_comparison")},
+        "dplib.icl.prompts.template_for", "dplib.langevin.experiments.format_comparison",
+        "dplib.icl.tiny_lm.build_tokenizer", "dplib.icl.tiny_lm.save_tiny_lm",
+        "dplib.icl.tiny_lm.load_tiny_lm", "dplib.icl.report.load_model_table",
+        "dplib.icl.report.format_model_table")},
     "dplib.attacks.roc.plot_roc": "draws on a matplotlib axis; its inputs go through roc_curve",
+    "dplib.figures.attacks.operating_points_figure": "draws the dicts operating_point returns "
+                                                     "(swept)",
+    "dplib.figures.attacks.shadow_count_figure": "draws a ShadowCountCurve of "
+                                                 "lira_by_shadow_count",
+    "dplib.attacks.experiment.ShadowCountCurve": "result record of lira_by_shadow_count",
+    "dplib.attacks.experiment.lira_by_shadow_count": "experiment driver of chapter 9 over a "
+                                                     "trained population (train_population); "
+                                                     "tested in tests/unit/test_figures_attacks.py",
+    "dplib.figures.dpsgd.training_run_figure": "draws a TrainResult of dplib.training.train, "
+                                               "whose inputs are swept there",
+    "dplib.figures.mechanisms.local_vs_central_figure": "draws the dict local_vs_central_errors "
+                                                        "returns (swept)",
+    "dplib.figures.subsampling.draw_subsampled_pair": "draws on a given axis; the body of "
+                                                      "amplification_figure (swept)",
+    "dplib.figures.subsampling.draw_amplification_curves": "draws on a given axis; the body of "
+                                                           "amplification_figure (swept)",
     # chapter 8: what _specs_encoding does not call, with the reason
     "dplib.encoding.noise.NoiseDistribution": "abstract base class; its subclasses are swept",
     "dplib.encoding.noise.ScipyNoise": "wraps a scipy distribution object (refuses skewed ones;"
@@ -309,9 +328,11 @@ def all_specs() -> list[Spec]:
     """Every entry of the table: one :class:`Spec` per swept public callable."""
     from .bad_inputs_core import core_specs, event_specs, support_specs
     from .bad_inputs_ml import ml_specs
-    from .bad_inputs_models import encoding_specs, models_erm_specs
+    from .bad_inputs_figures import figures_specs, figures_specs_more
+    from .bad_inputs_models import encoding_specs, icl_model_specs, models_erm_specs
     return (core_specs() + support_specs() + event_specs() + ml_specs() + encoding_specs()
-            + models_erm_specs())
+            + models_erm_specs() + icl_model_specs() + figures_specs()
+            + figures_specs_more())
 
 
 #: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.

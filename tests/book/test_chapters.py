@@ -82,3 +82,15 @@ def test_every_citation_is_in_the_bibliography():
         for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text):
             cited.update(k.strip() for k in group.split(","))
     assert cited and cited <= keys, f"missing from references.bib: {sorted(cited - keys)}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_exercises_are_graded_and_every_grade_is_there(path):
+    """Every exercise title starts with its grade: ★ (check understanding), ★★ (derive or
+    implement), ★★★ (research-level); each chapter has at least one of each, and a Summary."""
+    md = _markdown(nbformat.read(path, as_version=4))
+    titles = re.findall(r"```\{exercise\} ?(.*)\n:label:", md)
+    grades = [re.match(r"(★{1,3}) \S", t) for t in titles]
+    assert titles and all(grades), [t for t, g in zip(titles, grades) if not g]
+    assert {g.group(1) for g in grades} == {"★", "★★", "★★★"}, titles
+    assert re.search(r"^## Summary$", md, flags=re.M)

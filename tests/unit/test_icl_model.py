@@ -4,7 +4,7 @@ What is checked: the prediction is a function of the prompt only; the learner re
 context (accuracy rises with the number of demonstrations, and flipped demonstration labels drag
 it below zero-shot); batched results equal prompt-by-prompt results; generation copies from the
 demonstrations; the HF adapter computes the right log-probabilities (on a tiny fake causal LM,
-offline) and, when ``transformers`` and GPT-2 are available, runs on the real thing.
+offline). The real-transformer path is tests/unit/test_icl_tiny_lm.py.
 """
 import math
 import zlib
@@ -15,7 +15,7 @@ import torch
 from scipy.special import logsumexp
 
 from dplib.icl import (HashingEmbedder, HFCausalLM, OfflineICL, PromptBatch, PromptTemplate,
-                       generate, load_book_data, template_for, transformers_available)
+                       generate, load_book_data, template_for)
 from dplib.icl.experiments import zero_shot_predict
 
 
@@ -235,20 +235,3 @@ def test_hf_adapter_scores_the_label_tokens_on_a_fake_lm():
                                             generation=True))
     assert nt.shape == (3, len(tok)) and np.allclose(np.exp(nt).sum(axis=1), 1.0, atol=1e-5)
     assert lm.decode(lm.encode("the lamp is dim") + [0, 5]) == "the lamp is dim"
-
-
-def test_hf_adapter_with_gpt2():
-    if not transformers_available():
-        pytest.skip("transformers is not installed: the Hugging Face path (HFCausalLM) is "
-                    "exercised only where it is (e.g. Colab); the offline model covers the rest")
-    try:
-        lm = HFCausalLM("gpt2", local_files_only=True, device="cpu")
-    except OSError as err:   # weights not cached and no network
-        pytest.skip(f"GPT-2 weights are not available offline ({err.__class__.__name__}); "
-                    "run once online to cache them")
-    ds = load_book_data("sentiment")
-    tpl = template_for(ds)
-    b = PromptBatch(tpl, ds.pool_texts, ds.pool_labels, np.array([[0, 1, 2, 3]] * 4),
-                    list(ds.test_texts[:4]))
-    lp = lm.label_logprobs(b)
-    assert lp.shape == (4, 2) and np.allclose(np.exp(lp).sum(axis=1), 1.0, atol=1e-6)
