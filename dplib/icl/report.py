@@ -25,11 +25,11 @@ __all__ = ["MODEL_TABLE", "REPORT_SETTINGS", "model_report", "load_model_table",
 MODEL_TABLE = Path(__file__).resolve().parents[1] / "data" / "icl_models.json"
 #: The settings every stored row uses (the chapter's: 4-shot prompts, M = 20, δ = 1e-5).
 REPORT_SETTINGS = {"epsilons": (1.0, 3.0, 8.0), "delta": 1e-5, "num_subsets": 20, "shots": 4,
-                   "num_runs": 3, "num_queries": 100, "mia_trials": 600, "mia_epsilons": (8.0,)}
+                   "num_runs": 2, "num_queries": 100, "mia_trials": 400, "mia_epsilons": (8.0,)}
 
 
-def model_report(model, sentiment: TextDataset, topic: TextDataset, *, num_runs: int = 3,
-                 num_queries: int = 100, mia_trials: int = 600, rng) -> dict:
+def model_report(model, sentiment: TextDataset, topic: TextDataset, *, num_runs: int = 2,
+                 num_queries: int = 100, mia_trials: int = 400, rng) -> dict:
     """Accuracy (%) against ε on both tasks and the 1-shot MIA AUC on ``sentiment``, as JSON.
 
     Columns as in Wu et al. 2024, Table 1 ("ε = 0 (0-shot)", "ε = 1", …, "ε = ∞ (Agg)", the
