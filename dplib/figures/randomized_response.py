@@ -105,6 +105,12 @@ def probability_tree(heads: float = 0.5) -> Figure:
     return fig
 
 
+def _curve_colours() -> list[str]:
+    """One colour per ε curve (at most 8), in the same order in every figure of the chapter."""
+    return [COLORS[k] for k in ("alt", "private", "baseline", "warning", "accent", "truth",
+                                "neutral", "alt")]
+
+
 def posterior_curves(epsilons: object = DEFAULT_EPSILONS, *, prior: float = 0.1) -> Figure:
     """The largest belief an attacker can reach after one output of an ε-DP mechanism.
 
@@ -120,8 +126,7 @@ def posterior_curves(epsilons: object = DEFAULT_EPSILONS, *, prior: float = 0.1)
     fig = Figure(figsize=(6.4, 5.0))
     ax = fig.add_subplot()
     ax.plot(grid, grid, ls="--", color=COLORS["neutral"], lw=1.5, label="no change (ε → 0)")
-    colours = [COLORS[k] for k in ("alt", "private", "baseline", "warning", "accent",
-                                   "truth", "neutral", "alt")]
+    colours = _curve_colours()
     for e, c in zip(eps, colours):
         ax.plot(grid, rr_posterior(grid, e), color=c, label=f"ε = {_eps_label(e)}")
         ax.plot([pi0], [rr_posterior(pi0, e)], "o", color=c, ms=6)
@@ -152,8 +157,7 @@ def tradeoff_region(epsilons: object = DEFAULT_EPSILONS[:3], *, delta: float = 0
     fig = Figure(figsize=(6.4, 5.0))
     ax = fig.add_subplot()
     ax.plot(fpr, fpr, ls="--", color=COLORS["neutral"], lw=1.5, label="guessing (ε = 0)")
-    colours = [COLORS[k] for k in ("alt", "private", "baseline", "warning", "accent",
-                                   "truth", "neutral", "alt")]
+    colours = _curve_colours()
     for e, c in zip(eps, colours):
         tpr = dp_tpr_bound(fpr, float(e), d)
         ax.plot(fpr, tpr, color=c, label=f"ε = {_eps_label(e)}" + (f", δ = {d:g}" if d else ""))
