@@ -136,8 +136,15 @@ PROBE_CELL = f"""
 import gc, json, dplib, ipywidgets
 from dplib.widgets import FigurePanel
 
+def is_panel(o):
+    try:                   # a dead weakref.proxy (torch and transformers leave some) raises here
+        return isinstance(o, FigurePanel) and bool(o.sliders)
+    except ReferenceError:
+        return False
+
+
 moved = 0
-for panel in [o for o in gc.get_objects() if isinstance(o, FigurePanel) and o.sliders]:
+for panel in [o for o in gc.get_objects() if is_panel(o)]:
     name, c = next(iter(panel.controls.items()))
     old = panel.values[name]
     if c.kind == "choice":
