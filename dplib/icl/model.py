@@ -21,12 +21,13 @@ unchanged on either implementation:
     labels of demonstrations that resemble the query, and, like GPT-3, it is biased toward the
     labels that are frequent in its prompt.
 
-    *Classification* adds to a zero-shot score one linear-attention read-out over the prompt: the
+    *Classification* adds to a zero-shot score one attention read-out over the prompt: the
     query attends to every demonstration with a weight that grows with their similarity and reads
-    out its label (the formula is in :class:`OfflineICL`). Linear attention over (x_i, y_i) pairs
-    is what one step of gradient descent on the demonstrations computes, a mechanism trained
-    transformers were shown to implement in context (von Oswald et al. 2023, "Transformers learn
-    in-context by gradient descent", ICML).
+    out its label (the formula is in :class:`OfflineICL`). Reading labels off demonstrations by
+    attention is what trained transformers were found to do in context: linear attention over
+    (x_i, y_i) pairs computes one step of gradient descent on the demonstrations (von Oswald et
+    al. 2023, "Transformers learn in-context by gradient descent", ICML); the stand-in uses
+    softmax attention.
 
     *Generation* copies patterns from the demonstrations as induction heads do (Olsson et al.
     2022, "In-context learning and induction heads"): the next word after the context (u, v)
@@ -218,23 +219,27 @@ class OfflineICL:
 
     Classification logit of label c for a prompt with query q and demonstrations (x_i, y_i):
 
-        logit_c = β₀·cos_sem(q, ℓ_c) + Σ_{i: y_i = c} [ b + λ·((1 − μ)·cos_lex(q, x_i)
-                                                           + μ·cos_sem(q, x_i)) ],
+        logit_c = β₀·cos_sem(q, ℓ_c) + λ·Σ_{i: y_i = c} a_i(q),
+        a_i(q) = exp(β·sim(q, x_i)) / (exp(β·s₀) + Σ_j exp(β·sim(q, x_j))),
+        sim(q, x) = (1 − μ)·cos_lex(q, x) + μ·cos_sem(q, x),
 
     with ℓ_c the label's name (and description), cos_sem the cosine of the public word-vector
     embeddings (:class:`WordVectors`) and cos_lex that of IDF-weighted hashed content words
-    (:class:`HashingEmbedder`). Three behaviours of LLM in-context learning are built in: a
-    zero-shot prior from pretraining (β₀), copying the labels of similar demonstrations (λ, an
-    induction-head-like lookup; linear attention with keys x_i and values y_i), and a bias toward
-    the labels that are frequent among the demonstrations (b; the "majority label bias" of Zhao et
-    al. 2021, "Calibrate before use", ICML). The last one makes prompts with different
-    demonstrations disagree — the variance an ensemble of prompts averages away.
+    (:class:`HashingEmbedder`). The read-out is softmax attention with keys x_i and values y_i
+    plus a "sink" of score s₀ that lets the query attend to nothing. Three behaviours of LLM
+    in-context learning follow: a zero-shot prior from pretraining (β₀), copying the labels of
+    similar demonstrations (λ, an induction-head-like lookup), and a pull toward the labels that
+    are frequent among the demonstrations, since every demonstration gets some attention (the
+    "majority label bias" of Zhao et al. 2021, "Calibrate before use", ICML). The last one makes
+    prompts with different demonstrations disagree — the variance an ensemble of prompts
+    averages away.
 
     Parameters
     ----------
     zero_shot_strength : β₀ ≥ 0, weight of the pretrained knowledge of the label names.
     copy_strength : λ ≥ 0, weight of a demonstration's similarity to the query.
-    label_bias : b ≥ 0, weight of each demonstration regardless of similarity.
+    sharpness : β > 0, inverse temperature of the attention over the demonstrations.
+    sink : s₀ ∈ [-1, 1], the score of attending to nothing.
     semantic_mix : μ ∈ [0, 1], how much of the similarity is semantic rather than lexical.
     grammar_strength : κ > 0, how strongly generation falls back on the public grammar.
     copy_bias : γ ≥ 0, how strongly generation favours words present in the demonstrations.

@@ -2,7 +2,7 @@
 
 The offline stand-in (:class:`~dplib.icl.model.OfflineICL`) is not a transformer. This module
 builds a genuine ``transformers`` causal LM — a :class:`transformers.GPT2LMHeadModel` with 2
-layers, 4 heads and 64-dimensional states (about 120 000 weights) and a word-level tokenizer
+layers, 4 heads and 64-dimensional states (132 864 weights) and a word-level tokenizer
 trained with ``tokenizers`` on the toy language — and trains it in a few CPU minutes
 (:func:`train_tiny_lm`, run by ``tools/train_tiny_lm.py``). The result is stored in
 ``dplib/data/tiny_lm/`` with a provenance record, and :func:`load_tiny_lm` returns it behind
