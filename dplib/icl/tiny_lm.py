@@ -42,7 +42,7 @@ __all__ = ["TINY_LM_DIR", "PUBLIC_SEED", "PERMUTED_LABELS", "ANSWER_WEIGHT", "bu
 
 #: Where the trained model, its tokenizer and ``PROVENANCE.json`` are stored (package data).
 TINY_LM_DIR = Path(__file__).resolve().parents[1] / "data" / "tiny_lm"
-#: The seed of the public draw the training prompts come from (the private data use another).
+#: Random seed of the public draw the training prompts come from (the private data use another).
 PUBLIC_SEED = 7
 #: Fraction of training prompts whose label words are permuted (learnable only in context).
 PERMUTED_LABELS = 0.25
