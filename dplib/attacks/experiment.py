@@ -289,7 +289,7 @@ def lira_by_shadow_count(pop: Population, counts, *,
 
 
 def population_epsilon_lower_bound(scores, membership, *, delta: float = 0.0,
-                                   confidence: float = 0.95, rng=0):
+                                   confidence: float = 0.95, rng):
     """ε lower bound from pooled (target, example) trials via
     :func:`dplib.attacks.audit_stats.audit_from_samples` (threshold chosen on a random half of
     the members and non-members, counted on the other half).

@@ -138,7 +138,7 @@ def build_codebook(n_codes: int, dim: int, *, rng: object, values: object = None
     return Codebook(torch.as_tensor(mag / norms * nrm, dtype=dtype or torch.float32))
 
 
-def gradient_values(model, loss_fn, x, y, *, max_values: int = 200_000, rng: object = 0):
+def gradient_values(model, loss_fn, x, y, *, max_values: int = 200_000, rng: object):
     """A sample of per-example gradient coordinates of ``model`` on (x, y) — the empirical
     distribution a code book can be drawn from (§3.1, Figure 1). Use *public* data here.
 

@@ -139,12 +139,14 @@ def training_texts(n: int, *, rng) -> list[str]:
     return out
 
 
-def train_tiny_lm(*, steps: int = 1500, batch_size: int = 32, lr: float = 3e-3, rng=0,
+def train_tiny_lm(*, steps: int = 1500, batch_size: int = 32, lr: float = 3e-3, rng,
                   log_every: int = 0):
     """Train the tiny GPT-2 from scratch on :func:`training_texts`; returns (model, tokenizer).
 
     AdamW with a linear warm-up and cosine decay, next-token cross-entropy on every token
-    (padding masked, answers weighted :data:`ANSWER_WEIGHT` times). Deterministic for a given ``rng`` on one machine (torch seeded from it).
+    (padding masked, answers weighted :data:`ANSWER_WEIGHT` times). ``rng`` (a seed or a numpy
+    Generator) is required, as everywhere in dplib; the run is deterministic for a given ``rng``
+    on one machine (torch is seeded from it).
     """
     import torch
     from transformers import GPT2LMHeadModel

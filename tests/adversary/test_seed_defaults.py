@@ -1,6 +1,7 @@
 """No public default seed on anything that releases a private output.
 
-Every public dplib callable with a seed-like parameter whose default is not ``None`` must be in
+Every public dplib callable with a seed-like parameter (``seed``, ``*seed*``, ``rng``, ``*_rng``)
+whose default is not ``None`` must be in
 :data:`NOT_A_RELEASE` with the reason: a data split, a public data set, the attacker's own
 randomness, a timing, or a count of repetitions. A new function that trains or releases with
 ``seed=0`` by default fails here (``dplib.training.distributed.digits_recipe`` once did)."""
@@ -44,7 +45,8 @@ def _fixed_seed_defaults() -> set[str]:
         except (TypeError, ValueError):
             continue
         for p in params:
-            if "seed" in p.name and p.default not in (inspect.Parameter.empty, None):
+            seedlike = "seed" in p.name or p.name == "rng" or p.name.endswith("_rng")
+            if seedlike and p.default not in (inspect.Parameter.empty, None):
                 found.add(f"{name} {p.name}")
     return found
 
