@@ -1,6 +1,6 @@
 """Milliseconds per training step of DP-SGD implementations, measured side by side in one run.
 
-Run:  python benchmarks/dpsgd_speed.py [--model mlp|cnn|all] [--batch 256] [--steps 10]
+Run:  python benchmarks/dpsgd_speed.py [--model mlp|cnn|transformer|all] [--batch 256] [--steps 10]
                                        [--rounds 5] [--device cpu|cuda] [--threads N]
                                        [--no-memory]
 
@@ -45,9 +45,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from dplib.training import make_cnn, make_mlp, noisy_gradient
+from dplib.training import make_cnn, make_mlp, make_transformer, noisy_gradient
 
 SIGMA, C = 1.0, 1.0
+VOCAB, SEQ = 1000, 32          # the transformer's vocabulary and sequence length
+KINDS = ["mlp", "cnn", "transformer"]
 METHODS = ["non-private", "dplib vmap", "dplib ghost", "vmap baseline", "opacus hooks",
            "opacus ghost"]
 
@@ -60,8 +62,11 @@ def make_problem(kind: str, batch: int, device):
     elif kind == "cnn":
         model = make_cnn(1, 10, 28, groups=4, width=32, seed=0)
         x = torch.randn(batch, 1, 28, 28, generator=g)
+    elif kind == "transformer":
+        model = make_transformer(VOCAB, 10, SEQ, dim=64, heads=4, layers=2, seed=0)
+        x = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
     else:
-        raise ValueError(f"model must be 'mlp' or 'cnn', got {kind!r}")
+        raise ValueError(f"model must be 'mlp', 'cnn' or 'transformer', got {kind!r}")
     y = torch.randint(0, 10, (batch,), generator=g)
     return model.to(device), x.to(device), y.to(device)
 
@@ -221,7 +226,7 @@ def _peak_rss() -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="all", choices=["mlp", "cnn", "all"])
+    ap.add_argument("--model", default="all", choices=KINDS + ["all"])
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
@@ -246,7 +251,7 @@ def main() -> None:
              f" ({torch.get_num_threads()} threads)")
           + f", batch {args.batch}, σ = {SIGMA}, C = {C}")
     results = {}
-    for kind in (["mlp", "cnn"] if args.model == "all" else [args.model]):
+    for kind in (KINDS if args.model == "all" else [args.model]):
         model, x, y = make_problem(kind, args.batch, device)
         nparams = sum(p.numel() for p in model.parameters())
         fns = {m: build(m, model, x, y) for m in METHODS}

@@ -329,9 +329,10 @@ def all_specs() -> list[Spec]:
     from .bad_inputs_core import core_specs, event_specs, support_specs
     from .bad_inputs_ml import ml_specs
     from .bad_inputs_figures import figures_specs, figures_specs_more
-    from .bad_inputs_models import encoding_specs, icl_model_specs, models_erm_specs
+    from .bad_inputs_models import (encoding_specs, icl_model_specs, models_erm_specs,
+                                    transformer_specs)
     return (core_specs() + support_specs() + event_specs() + ml_specs() + encoding_specs()
-            + models_erm_specs() + icl_model_specs() + figures_specs()
+            + models_erm_specs() + icl_model_specs() + transformer_specs() + figures_specs()
             + figures_specs_more())
 
 

@@ -277,6 +277,34 @@ def models_erm_specs() -> list[Spec]:
     return out
 
 
+def transformer_specs() -> list[Spec]:
+    """The small transformer of the speed benchmark and the ghost path's plan."""
+    try:
+        import torch
+
+        from dplib import training as TR
+    except ImportError:
+        return []
+    lin = torch.nn.Linear(4, 2)
+    x, y = torch.randn(5, 4), torch.randint(0, 2, (5,))
+    ce = torch.nn.functional.cross_entropy
+    return [
+        Spec("dplib.training.models.make_transformer", lambda: TR.make_transformer,
+             args=(20, 3, 8), kwargs=dict(dim=8, heads=2, layers=1),
+             params=dict(vocab_size=[1, 0, 2.5, None], num_classes=[1, 0, None],
+                         seq_len="int1", dim=[0, 7, 2.5], heads=[0, -1, None],
+                         layers="int1", seed=[-1, 2.5, "a"]),
+             names=dict(dim="dim|heads")),
+        Spec("dplib.training.models.TokenClassifier", lambda: TR.TokenClassifier,
+             args=(20, 3, 8, 8, 2, 1),
+             params=dict(vocab_size=[0, -1], seq_len=[0, -2], dim=[7], heads=[0])),
+        Spec("dplib.training.ghost.use_gram", lambda: TR.use_gram, args=(4, 8, 5),
+             params=dict(positions="int1", fan_in="int1", fan_out="int1")),
+        Spec("dplib.training.ghost.ghost_plan", lambda: TR.ghost_plan, args=(lin, ce, x, y),
+             params=dict(x=[x[:3], x.numpy(), None], model=[None, "model"])),
+    ]
+
+
 def icl_model_specs() -> list[Spec]:
     """Chapter 10's model switch, the tiny GPT-2 and the stored model table."""
     try:

@@ -2,8 +2,10 @@
 
 * :mod:`.grads` — per-example gradients with ``torch.func`` (``functional_call`` + ``vmap(grad)``)
   and per-example clipping (Abadi et al. 2016, Algorithm 1).
-* :mod:`.ghost` — per-example gradient norms without per-example gradients (ghost clipping,
-  Li et al. 2022) for Linear / Conv / Embedding (+ GroupNorm / LayerNorm affine) layers.
+* :mod:`.ghost` — the clipped sum from one forward and one backward pass: per-example norms
+  without per-example gradients (ghost clipping, Li et al. 2022), chosen per layer against
+  forming them (mixed ghost clipping, Bu, Mao & Xu 2022), and the sum by book-keeping (Bu et al.
+  2023), for Linear / Conv / Embedding (+ GroupNorm / LayerNorm affine) layers.
 * :mod:`.engine` — the one DP-SGD loop (:func:`dpsgd_loop`): batch → private sum → privatizer
   (:class:`GaussianPrivatizer`; the gradient encoding plugs in its own) → public divisor →
   update, with the accountant fed the privatizer's event (:class:`EpsilonTracker`).
@@ -15,7 +17,8 @@
 * :mod:`.distributed` — :func:`train_distributed` (DP-SGD over ``torch.distributed`` ranks: shard
   sums all-reduced, the noise drawn once on rank 0 and broadcast) and
   :func:`train_models_distributed` (a shadow-model stack spread over ranks).
-* :mod:`.models` — small models for the book (MLP, CNN with GroupNorm, logistic regression) and
+* :mod:`.models` — small models for the book (MLP, CNN with GroupNorm, logistic regression, a
+  small transformer) and
   :func:`check_dp_compatible` (refuses batch normalisation).
 * :mod:`.erm` — private convex ERM for the chapter's first half (NumPy): output and objective
   perturbation (Chaudhuri et al. 2011), DP-GD with its noise calibrations (Bassily et al. 2014),
@@ -38,12 +41,14 @@ from . import erm  # noqa: F401  (dplib.training.erm: NumPy only)
 _SUBMODULES = ("ghost", "grads", "models", "trainer", "engine", "batched",
                "distributed")
 _LAZY = {
-    **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms"), "ghost"),
+    **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms", "ghost_plan",
+                     "use_gram"), "ghost"),
     **dict.fromkeys(("clip_factors", "clip_per_example", "clipped_grad_sum", "per_example_grads",
                      "per_example_losses"), "grads"),
     **dict.fromkeys(("check_dp_compatible", "check_examples_independent",
                      "forward_must_not_mutate", "make_cnn", "make_logistic_regression",
-                     "make_mlp", "make_mnist_cnn"), "models"),
+                     "make_mlp", "make_mnist_cnn", "make_transformer", "TokenClassifier"),
+                    "models"),
     **dict.fromkeys(("TrainResult", "check_run_settings", "evaluate", "make_accountant",
                      "noisy_gradient", "predict_logits", "resolve_noise_multiplier",
                      "steps_for_epochs", "train"), "trainer"),
@@ -55,6 +60,7 @@ _LAZY = {
 }
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
+           "make_transformer", "TokenClassifier", "ghost_plan", "use_gram",
            "check_dp_compatible", "per_example_grads", "clip_per_example", "clip_factors",
            "clipped_grad_sum", "per_example_losses", "ghost_norms", "ghost_clipped_grad_sum",
            "GHOST_LAYERS", "train", "noisy_gradient", "TrainResult", "evaluate",

@@ -94,8 +94,11 @@ class GaussianPrivatizer:
                   ) -> tuple[dict[str, torch.Tensor], dict]:
         if self.std == 0.0:
             return dict(total), {}
-        return {k: g + self.std * gaussian_noise(tuple(g.shape), generator, g.dtype, g.device)
-                for k, g in total.items()}, {}
+        out = {}
+        for k, g in total.items():       # one fused pass per tensor: g + std·z, written into z
+            z = gaussian_noise(tuple(g.shape), generator, g.dtype, g.device)
+            out[k] = torch.add(g, z, alpha=self.std, out=z)
+        return out, {}
 
     def event(self, sample_rate: float, steps: int) -> DpEvent | None:
         if self.noise_multiplier == 0:

@@ -8,12 +8,13 @@ G = Σ_t g_t a_tᵀ with g_t = ∂ℓ/∂s_t. Its squared Frobenius norm needs o
 $$ \\|G\\|_F^2 = \\sum_{t,s} (a_t^\\top a_s)(g_t^\\top g_s), \\qquad
    \\|G\\|_F^2 = \\|a\\|^2\\,\\|g\\|^2 \\ (T = 1). $$
 
-This costs O(T²(d_in + d_out)) memory per example instead of O(d_in d_out); when T² is larger than
+This costs O(T²(d_in + d_out)) memory per example instead of O(d_in d_out); when 2T² ≥
 d_in·d_out the per-example gradient is cheaper, and it is formed instead ("mixed ghost clipping",
-Bu, Mao & Xu 2022). Convolutions are the same after ``unfold`` (im2col). An embedding's gradient
-adds g_t to row x_t, so ‖G‖² = Σ_{t,s} [x_t = x_s] g_tᵀ g_s. The elementwise affine parameters of
-GroupNorm/LayerNorm have tiny per-example gradients (Σ_positions g ⊙ x̂ and Σ_positions g), which
-are formed directly.
+Bu, Mao & Xu 2022): for a convolution by one grouped convolution backward over the whole batch
+(:func:`_conv_per_example`), otherwise by a batched matrix product; the Gram form of a
+convolution works on its ``unfold`` (im2col). An embedding's gradient adds g_t to row x_t, so
+‖G‖² = Σ_{t,s} [x_t = x_s] g_tᵀ g_s. The elementwise affine parameters of GroupNorm/LayerNorm have
+tiny per-example gradients (Σ_positions g ⊙ x̂ and Σ_positions g), which are formed directly.
 
 Algorithm (per batch): one forward pass records each layer's input a and output s; one backward
 pass of Σ_i ℓ_i, taken with respect to the layer OUTPUTS only, gives every ∂ℓ_i/∂s_i (the model
@@ -21,11 +22,15 @@ does not mix examples, so ∂(Σ_j ℓ_j)/∂s_i = ∂ℓ_i/∂s_i), hence every
 clipping factor c_i = min(1, C/‖g_i‖). The clipped sum Σ_i c_i g_i of a linear layer is then one
 matrix product, Σ_i c_i Σ_t g_{i,t} a_{i,t}ᵀ = (c ⊙ g)ᵀ a — the "book-keeping" trick of Bu, Wang,
 Zha & Karypis 2023, which saves the second backward pass of Li et al. (and Opacus). No
-per-example gradient of a large layer is ever stored.
+per-example gradient of a layer on the Gram path is ever stored.
 
-Numerics: activations and output gradients are scaled per example by their largest entry
-before any square is formed, so a huge (1e30) or tiny record neither overflows nor underflows a
-norm; an example whose gradient is not finite gets clipping factor 0 and adds nothing.
+Numerics: norms never under-estimate the gradient the clipped sum uses. Where the per-example
+gradient is formed (or T = 1, ‖a‖·‖g‖) the norm is taken from those very numbers by
+:func:`~dplib.training.grads.row_norms` (scaled where needed: no overflow or underflow). The Gram
+form squares activations, so a record whose activations or output gradients leave
+[2^-50, 2^50] (1e30, 1e-25, …) makes that layer rescale every example by its largest entry before
+any square is formed; normal batches pay only a max and a min reduction for the check. An example
+whose gradient is not finite gets clipping factor 0 and adds nothing.
 
 What the ghost path refuses (each would make its norm differ from the true per-example
 gradient's, and ``ghost=False`` computes those correctly): a layer run more than once per
@@ -43,53 +48,57 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._validate import check_int
 from .grads import (check_batch, check_max_grad_norm, clip_factors, per_example_losses,
                     row_norms, weighted_example_sum, zero_dead)
 
-__all__ = ["ghost_norms", "ghost_clipped_grad_sum", "GHOST_LAYERS"]
+__all__ = ["ghost_norms", "ghost_clipped_grad_sum", "ghost_plan", "use_gram", "GHOST_LAYERS"]
 
 #: Layers whose per-example gradient norms the ghost path computes.
 GHOST_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Embedding, nn.GroupNorm, nn.LayerNorm)
 
 
-def _scaled(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(t_i / s_i, s_i) with s_i = max|t_i| per example (float64 [B]; 1 is used where s_i is 0 or
-    not finite, and the returned s_i keeps that 0/inf/NaN).
+#: Per-example scales inside [2^-50, 2^50] keep every float32 Gram entry (a sum of at most 2^27
+#: products) finite and above the smallest normal number; outside it the Gram path rescales.
+_SAFE = 2.0 ** 50
 
-    Every ghost norm is computed from the scaled tensors, whose entries lie in [−1, 1], so no
-    square, Gram matrix or product overflows or underflows however large or small a record
-    makes the activations (in float32, ‖a‖²·‖g‖² overflows once ‖a‖·‖g‖ > 1.8e19: a record of
-    1e30 would otherwise turn the norm into inf·0 = NaN); the scales enter in float64."""
+
+def _maxabs(t: torch.Tensor, b: int) -> torch.Tensor:
+    """max|t_i| per example (float64 [B]) without a temporary: max(max t_i, −min t_i) (two
+    vectorised reductions; on CPU much faster than ``aminmax`` or an ∞-norm along a dimension)."""
+    if t.numel() == 0:
+        return torch.zeros(b, dtype=torch.float64, device=t.device)
+    flat = t.detach().reshape(b, -1)
+    return torch.maximum(flat.amax(1), -flat.amin(1)).double()
+
+
+def _rescaled(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(t, ones) when every example's max|t_i| lies in [1/_SAFE, _SAFE] (or is 0): the common case,
+    no copy. Otherwise (t_i / s_i, s_i) with s_i = max|t_i| (1 where s_i is 0 or not finite; the
+    returned s_i keeps that 0/inf/NaN), so that a huge (1e30) or tiny record neither overflows nor
+    underflows a Gram matrix; the scales enter the norms and the sums in float64."""
     b = t.shape[0]
-    s = t.detach().abs().reshape(b, -1).amax(1) if t.numel() else t.new_zeros(b)
+    s = _maxabs(t, b)
+    if bool(((s == 0) | ((s >= 1 / _SAFE) & (s <= _SAFE))).all()):
+        return t, torch.ones_like(s)
     ok = torch.isfinite(s) & (s > 0)
-    div = torch.where(ok, s, torch.ones_like(s))
-    return t / div.view(-1, *([1] * (t.dim() - 1))), s.double()
+    div = torch.where(ok, s, torch.ones_like(s)).to(t.dtype)
+    return t / div.view(-1, *([1] * (t.dim() - 1))), s
 
 
-def _linear_prepare(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor | None,
-                                                                torch.Tensor]:
-    """Per-example ‖Σ_t g_t a_tᵀ‖_F² summed over groups (float64), for SCALED a: [B, G, I, T],
-    g: [B, G, O, T] (views of the layer's input and output gradient, positions last). Returns
-    (the per-example gradients [B, G, O, I] when they were formed, else None; the squared norms
-    [B] of the scaled gradient)."""
-    t, i, o = a.shape[-1], a.shape[-2], g.shape[-2]
-    b = a.shape[0]
-    if t == 1:
-        return None, (row_norms(a.reshape(b, -1)) * row_norms(g.reshape(b, -1))).pow(2)
-    if t * t <= i * o:      # ghost: Gram matrices of the T positions, [B, G, T, T]
-        gram = (a.transpose(2, 3) @ a) * (g.transpose(2, 3) @ g)
-        return None, gram.sum((1, 2, 3)).double().clamp_min(0.0)   # ≥ 0 up to rounding
-    per_example = g @ a.transpose(2, 3)                     # [B, G, O, I]
-    return per_example, row_norms(per_example.reshape(b, -1)).pow(2)
+def use_gram(positions: int, fan_in: int, fan_out: int) -> bool:
+    """Whether the ghost norm of a linear map applied at ``positions`` places per example is
+    computed from Gram matrices (cost ∝ T²·(d_in + d_out), memory ∝ T²) rather than by forming
+    the per-example gradient (memory ∝ d_in·d_out): Bu, Mao & Xu 2022 ("mixed ghost clipping",
+    Sec. 3) choose the Gram form when 2T² < d_in·d_out. T = 1 needs neither (‖a‖·‖g‖)."""
+    positions = check_int("positions", positions)
+    fan_in, fan_out = check_int("fan_in", fan_in), check_int("fan_out", fan_out)
+    return positions > 1 and 2 * positions * positions < fan_in * fan_out
 
 
 def _conv_unfold(module, x: torch.Tensor) -> torch.Tensor:
     """im2col of the input of a Conv1d/Conv2d as a view [B, groups, C_in/groups·k, L]
     (channel-major, the order of ``weight[o].flatten()``)."""
-    if isinstance(module.padding, str) or module.padding_mode != "zeros":
-        raise ValueError(f"ghost norms support Conv layers with numeric zero padding, got "
-                         f"padding={module.padding!r}, padding_mode={module.padding_mode!r}")
     if isinstance(module, nn.Conv1d):
         x = x.unsqueeze(-2)
         ks, dil, pad, st = ((1, module.kernel_size[0]), (1, module.dilation[0]),
@@ -100,6 +109,98 @@ def _conv_unfold(module, x: torch.Tensor) -> torch.Tensor:
     return cols.view(cols.shape[0], module.groups, -1, cols.shape[-1])
 
 
+def _conv_per_example(module, x: torch.Tensor, gout: torch.Tensor) -> torch.Tensor:
+    """Every example's weight gradient of a Conv1d/Conv2d, [B, *weight.shape], from ONE grouped
+    convolution backward: the batch is folded into the channels ([1, B·C_in, ...]) and the
+    convolution run with B·groups groups, whose weight gradient is exactly the B per-example
+    gradients stacked (the "grouped convolution" trick of Rochette, Manoel & Tramel 2019). It
+    needs no unfolded input, which on CPU costs more than the convolution itself."""
+    b = x.shape[0]
+    w = module.weight
+    stacked = w.new_empty((b * w.shape[0], *w.shape[1:]))    # only its shape is read
+    _, gw, _ = torch.ops.aten.convolution_backward(
+        gout.reshape(1, -1, *gout.shape[2:]), x.reshape(1, -1, *x.shape[2:]), stacked, None,
+        module.stride, module.padding, module.dilation, False, [0] * (x.dim() - 2),
+        b * module.groups, (False, True, False))
+    return gw.view(b, *w.shape)
+
+
+def _gram_sq(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Σ_{t,s} (a_tᵀa_s)(g_tᵀg_s) per example (float64 [B]) for a: [B, G, T, I], g: [B, G, T, O];
+    the two Gram matrices are formed in the tensors' dtype and multiplied in float64."""
+    gram = (a @ a.transpose(-1, -2)).double() * (g @ g.transpose(-1, -2)).double()
+    return gram.sum((1, 2, 3)).clamp_min(0.0)               # ≥ 0 up to rounding
+
+
+def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, torch.Tensor]:
+    """Linear / Conv1d / Conv2d: the layer's state and each example's squared norm (float64).
+
+    Three ways, per layer: T = 1 (a Linear on one position per example): ‖G‖ = ‖a‖·‖g‖; the Gram
+    form (:func:`use_gram`) on [B, groups, T, ·] views; otherwise the per-example gradient itself
+    (``g_tᵀ a_t`` summed over positions by one batched product, or the grouped convolution of
+    :func:`_conv_per_example`). The Gram form alone rescales out-of-range records
+    (:func:`_rescaled`); the others compute norms with :func:`row_norms` (no overflow or
+    underflow) from the very tensor the clipped sum uses."""
+    b = gout.shape[0]
+    sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
+    conv = not isinstance(module, nn.Linear)
+    t, fan_in, fan_out = _dims(module, gout)
+    if conv:
+        if isinstance(module.padding, str) or module.padding_mode != "zeros":
+            raise ValueError(f"ghost norms support Conv layers with numeric zero padding, got "
+                             f"padding={module.padding!r}, padding_mode={module.padding_mode!r}")
+        g = gout.reshape(b, module.groups, fan_out, t)              # positions last (a view)
+    else:
+        g = gout.reshape(b, t, fan_out)                             # [B, T, O]
+    state = {"mode": None, "g": g}
+    if _on(module, "weight"):
+        path = _path(module, gout)
+        if path == "outer":
+            a = x.reshape(b, -1)
+            state.update(mode="outer", a=a, g=g.reshape(b, -1))
+            sq = sq + (row_norms(a) * row_norms(state["g"])).pow(2)
+        elif path == "gram":
+            if conv:
+                a, gg = _conv_unfold(module, x).transpose(2, 3), g.transpose(2, 3)
+            else:
+                a, gg = x.reshape(b, 1, -1, fan_in), g.unsqueeze(1)
+            a, sa = _rescaled(a)
+            gg, sg = _rescaled(gg)
+            state.update(mode="gram", a=a, gg=gg, sa=sa, sg=sg)
+            sq = sq + (sa * sg).pow(2) * _gram_sq(a, gg)
+        else:
+            per = _conv_per_example(module, x, gout) if conv else \
+                g.transpose(1, 2) @ x.reshape(b, -1, fan_in)           # [B, O, I]
+            state.update(mode="per_example", per=per)
+            sq = sq + row_norms(per.reshape(b, -1)).pow(2)
+    if _on(module, "bias"):
+        gb = g.sum(3).reshape(b, -1) if conv else g.sum(1)
+        state["gb"] = gb
+        sq = sq + row_norms(gb).pow(2)
+    return state, sq
+
+
+def _dims(module: nn.Module, out: torch.Tensor) -> tuple[int, int, int]:
+    """(positions T per example, fan-in, fan-out per group) of a Linear/Conv from its output."""
+    if isinstance(module, nn.Linear):
+        return out[0].numel() // module.out_features, module.in_features, module.out_features
+    return out[0, 0].numel(), module.weight[0].numel(), module.out_channels // module.groups
+
+
+def _path(module: nn.Module, out: torch.Tensor) -> str:
+    """How the weight-gradient norm of ``module`` is computed for output ``out``: "outer"
+    (a Linear at one position: ‖a‖·‖g‖), "gram" (:func:`use_gram`), "per-example" (formed);
+    "tokens" for an embedding (Gram over equal token ids), "affine" for a norm layer."""
+    if isinstance(module, nn.Embedding):
+        return "tokens"
+    if isinstance(module, (nn.GroupNorm, nn.LayerNorm)):
+        return "affine"
+    t, fan_in, fan_out = _dims(module, out)
+    if t == 1 and isinstance(module, nn.Linear):
+        return "outer"
+    return "gram" if use_gram(t, fan_in, fan_out) else "per-example"
+
+
 def _on(module: nn.Module, name: str) -> bool:
     p = getattr(module, name, None)
     return p is not None and p.requires_grad
@@ -107,38 +208,20 @@ def _on(module: nn.Module, name: str) -> bool:
 
 def _prepare(module: nn.Module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, torch.Tensor]:
     """What the clipped sum of ``module`` needs, and each example's squared gradient norm
-    (float64 [B]). Activations and output gradients are scaled per example (:func:`_scaled`);
-    the state keeps the scaled tensors and their scales."""
+    (float64 [B])."""
     b = gout.shape[0]
-    sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
-        gs, sg = _scaled(gout)
-        xs, sa = _scaled(x) if _on(module, "weight") else (None, None)
-        if isinstance(module, nn.Linear):       # [B, *, I] → [B, 1, I, T] (views)
-            g = gs.reshape(b, -1, gs.shape[-1]).transpose(1, 2).unsqueeze(1)
-            a = xs.reshape(b, -1, xs.shape[-1]).transpose(1, 2).unsqueeze(1) \
-                if xs is not None else None
-        else:
-            g = gs.reshape(b, module.groups, module.out_channels // module.groups, -1)
-            a = _conv_unfold(module, xs) if xs is not None else None
-        per_example = None
-        if _on(module, "weight"):
-            per_example, s = _linear_prepare(a, g)
-            sq = sq + (sa * sg).pow(2) * s
-        if _on(module, "bias"):
-            sq = sq + sg.pow(2) * row_norms(g.sum(3).reshape(b, -1)).pow(2)
-        return {"a": a, "g": g, "per_example": per_example, "sa": sa, "sg": sg}, sq
+        return _affine_prepare(module, x, gout)
     if isinstance(module, nn.Embedding):
         if module.sparse:
             raise ValueError("ghost norms do not support nn.Embedding(sparse=True)")
         idx = x.reshape(b, -1)
-        gs, sg = _scaled(gout)
-        g = gs.reshape(b, idx.shape[1], -1)
+        gs, sg = _rescaled(gout.reshape(b, idx.shape[1], -1))
         if module.padding_idx is not None:     # the padding row receives no gradient
-            g = g * (idx != module.padding_idx).unsqueeze(-1).to(g.dtype)
-        same = (idx.unsqueeze(2) == idx.unsqueeze(1)).to(g.dtype)          # [B, T, T]
-        hat = (same * (g @ g.transpose(1, 2))).sum((1, 2)).double().clamp_min(0.0)
-        return {"idx": idx, "g": g, "sg": sg}, sq + sg.pow(2) * hat
+            gs = gs * (idx != module.padding_idx).unsqueeze(-1).to(gs.dtype)
+        same = (idx.unsqueeze(2) == idx.unsqueeze(1)).to(gs.dtype)          # [B, T, T]
+        hat = (same * (gs @ gs.transpose(1, 2))).sum((1, 2)).double().clamp_min(0.0)
+        return {"idx": idx, "g": gs, "sg": sg}, sg.pow(2) * hat
     # GroupNorm / LayerNorm: per-example gradients of the affine parameters are small; form them
     if isinstance(module, nn.GroupNorm):
         xhat = F.group_norm(x, module.num_groups, eps=module.eps)
@@ -149,8 +232,8 @@ def _prepare(module: nn.Module, x: torch.Tensor, gout: torch.Tensor) -> tuple[di
         xhat = F.layer_norm(x, shape, eps=module.eps)
         gw = (gout * xhat).reshape(b, -1, *shape).sum(1)
         gb = gout.reshape(b, -1, *shape).sum(1)
-    per = {"weight": gw, "bias": gb}
-    per = {k: v for k, v in per.items() if _on(module, k)}
+    per = {k: v for k, v in (("weight", gw), ("bias", gb)) if _on(module, k)}
+    sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
     for v in per.values():
         sq = sq + row_norms(v.reshape(b, -1)).pow(2)
     return {"per_parameter": per}, sq
@@ -165,29 +248,38 @@ def _weights(f: torch.Tensor, *scales: torch.Tensor, dtype: torch.dtype) -> torc
     return torch.where(f == 0, torch.zeros_like(w), w).to(dtype)
 
 
+def _weigh_smaller(g: torch.Tensor, a: torch.Tensor, wt: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(g, a) with the per-example weights multiplied into whichever has fewer features (the
+    product (w ⊙ g)ᵀ a = gᵀ (w ⊙ a) is the same; the smaller copy is cheaper)."""
+    wv = wt.view(-1, *([1] * (g.dim() - 1)))
+    return (g * wv, a) if g.shape[-1] <= a.shape[-1] else (g, a * wv)
+
+
 def _clipped_sum(module: nn.Module, state: dict, f: torch.Tensor) -> dict[str, torch.Tensor]:
     """Σ_i f_i ∇_θ ℓ_i for the parameters of ``module`` from the prepared tensors: the weight
     gradient of a linear map is one matrix product of the activations with the f-weighted output
     gradients ("book-keeping", Bu, Wang, Zha & Karypis 2023), so no second backward pass; where
-    the per-example gradients were formed anyway, their f-weighted sum. With the scaled tensors
-    of :func:`_prepare`, example i's weight is f_i·s_a,i·s_g,i (≤ C/‖ĝ_i âᵢᵀ‖: moderate)."""
+    the per-example gradients were formed anyway, their f-weighted sum. On the rescaled Gram
+    path example i's weight is f_i·s_a,i·s_g,i (≤ C/‖ĝ_i âᵢᵀ‖: moderate)."""
     out = {}
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
-        a, g, per_example = state["a"], state["g"], state["per_example"]
-        if _on(module, "weight"):
+        mode, g = state["mode"], state["g"]
+        if mode == "per_example":
+            w = weighted_example_sum(f, state["per"])
+        elif mode == "outer":                                   # MLP: one matrix product
+            wt = _weights(f, dtype=g.dtype)
+            go, a = _weigh_smaller(zero_dead(state["g"], wt), zero_dead(state["a"], wt), wt)
+            w = go.T @ a
+        elif mode == "gram":                                    # Σ_{i,t} w_i g_{i,t} a_{i,t}ᵀ
             wt = _weights(f, state["sa"], state["sg"], dtype=g.dtype)
-            if per_example is not None:
-                w = weighted_example_sum(wt, per_example)                     # [G, O, I]
-            elif a.shape[-1] == 1:                                         # MLP: one matmul
-                gw = zero_dead(g[:, 0, :, 0], wt) * wt[:, None]
-                w = gw.T @ zero_dead(a[:, 0, :, 0], wt)
-            else:
-                w = torch.einsum("bgot,bgit->goi", zero_dead(g, wt) * wt.view(-1, 1, 1, 1),
-                                 zero_dead(a, wt))
+            go, a = _weigh_smaller(zero_dead(state["gg"], wt), zero_dead(state["a"], wt), wt)
+            w = torch.einsum("bgto,bgti->goi", go, a)
+        if mode is not None:
             out["weight"] = w.reshape(module.weight.shape)
         if _on(module, "bias"):
-            wb = _weights(f, state["sg"], dtype=g.dtype)
-            out["bias"] = torch.tensordot(wb, zero_dead(g.sum(3), wb),
+            wb = _weights(f, dtype=g.dtype)
+            out["bias"] = torch.tensordot(wb, zero_dead(state["gb"], wb),
                                           dims=1).reshape(module.bias.shape)
     elif isinstance(module, nn.Embedding):
         wt = _weights(f, state["sg"], dtype=state["g"].dtype)
@@ -302,6 +394,13 @@ def _forward_recorded(model, loss_fn, x, y):
         for h in handles:
             h.remove()
     for name, rec in records.items():
+        if len(rec) == 1 and losses.dim() == 1 and rec[0]["in"].dim() \
+                and {rec[0]["in"].shape[0], rec[0]["out"].shape[0]} != {losses.shape[0]}:
+            raise ValueError(
+                f"ghost norms need every layer to see one row per example; {name!r} saw "
+                f"{rec[0]['in'].shape[0]} input and {rec[0]['out'].shape[0]} output rows for "
+                f"{losses.shape[0]} examples (a model that reshapes the batch, e.g. to "
+                "average augmented copies). Use ghost=False (per-example gradients by vmap).")
         if len(rec) != 1:
             raise ValueError(f"ghost norms need every layer to run exactly once per forward "
                              f"pass; {name!r} ran {len(rec)} times (weight sharing)")
@@ -340,6 +439,18 @@ def ghost_norms(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     check_batch(x, y)
     losses, mods, records = _forward_recorded(model, loss_fn, x, y)
     return _prepare_all(losses, mods, records)[1].to(losses.dtype)
+
+
+def ghost_plan(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
+               y: torch.Tensor) -> dict[str, str]:
+    """For each trainable layer (by module name), how the ghost path computes its per-example
+    norm on this batch: "outer" (a Linear at one position per example: ‖a‖·‖g‖), "gram" (Gram
+    matrices of its T positions, chosen when 2T² < fan-in·fan-out: :func:`use_gram`),
+    "per-example" (the per-example gradient is formed), "tokens" (an embedding: Gram over equal
+    token ids) or "affine" (a norm layer's per-example affine gradients). Runs one forward pass and the same checks as :func:`ghost_clipped_grad_sum`."""
+    check_batch(x, y)
+    _, mods, records = _forward_recorded(model, loss_fn, x, y)
+    return {name: _path(m, records[name]["out"]) for name, m in mods}
 
 
 def ghost_clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,

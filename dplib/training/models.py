@@ -9,15 +9,18 @@ replacement in DP training (e.g. Tramèr & Boneh 2021; De et al. 2022). The mode
 """
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from typing import Iterator
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_int
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
+           "make_transformer", "TokenClassifier",
            "check_dp_compatible", "forward_must_not_mutate", "check_examples_independent"]
 
 
@@ -104,6 +107,64 @@ def make_logistic_regression(in_features: int, num_classes: int, *,
                 p.zero_()
         return model
     return _seeded(seed, build)
+
+
+class _Block(nn.Module):
+    """A pre-norm transformer block (Vaswani et al. 2017; pre-norm as in GPT-2): x + Attn(LN(x)),
+    then x + MLP(LN(x)). Every trainable weight sits in an nn.Linear or nn.LayerNorm, each run once
+    per forward pass, so ghost norms apply; attention itself, softmax(q kᵀ/√d_head) v, has no
+    parameters and mixes the tokens of one example only (written out rather than
+    ``F.scaled_dot_product_attention``, which ``torch.func.vmap`` runs example by example)."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.up, self.down = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads) \
+            .permute(2, 0, 3, 1, 4)
+        w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.heads), dim=-1)
+        att = w @ v                                                   # [B, heads, T, d/heads]
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
+        return x + self.down(F.gelu(self.up(self.norm2(x))))
+
+
+class TokenClassifier(nn.Module):
+    """Token and position embeddings → transformer blocks → LayerNorm → mean over tokens →
+    Linear to class logits. Input: token ids [B, T] with T ≤ ``seq_len``."""
+
+    def __init__(self, vocab_size: int, num_classes: int, seq_len: int, dim: int = 64,
+                 heads: int = 4, layers: int = 2) -> None:
+        super().__init__()
+        v = check_int("vocab_size", vocab_size, low=2)
+        k = check_int("num_classes", num_classes, low=2)
+        t = check_int("seq_len", seq_len)
+        d, h, n = check_int("dim", dim), check_int("heads", heads), check_int("layers", layers)
+        if d % h:
+            raise ValueError(f"dim must be divisible by heads={h}, got dim={d}")
+        self.tokens, self.positions = nn.Embedding(v, d), nn.Embedding(t, d)
+        self.blocks = nn.Sequential(*[_Block(d, h) for _ in range(n)])
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, k)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        b, t = ids.shape
+        pos = torch.arange(t, device=ids.device).repeat(b, 1)     # one row per example
+        h = self.blocks(self.tokens(ids) + self.positions(pos))
+        return self.head(self.norm(h).mean(1))
+
+
+def make_transformer(vocab_size: int, num_classes: int, seq_len: int, *, dim: int = 64,
+                     heads: int = 4, layers: int = 2, seed: int | None = None) -> nn.Module:
+    """A small transformer classifier of token sequences (:class:`TokenClassifier`): token and
+    learnt position embeddings, ``layers`` pre-norm blocks (multi-head self-attention and a
+    4×``dim`` GELU MLP, each with LayerNorm), a final LayerNorm, mean pooling and a Linear head.
+    No dropout, no batch statistics: every example's gradient depends on that example alone."""
+    return _seeded(seed, lambda: TokenClassifier(vocab_size, num_classes, seq_len, dim, heads,
+                                                 layers))
 
 
 _REFUSED = (nn.modules.batchnorm._BatchNorm,)

@@ -273,7 +273,7 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     with forward_must_not_mutate(model):
         total, norms, losses = _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size)
     noisy, _ = GaussianPrivatizer(sigma, c).add_noise(total, generator)
-    return {k: g / denom for k, g in noisy.items()}, norms, losses
+    return {k: g.div_(denom) for k, g in noisy.items()}, norms, losses   # ours: fresh tensors
 
 
 def _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size):
@@ -282,7 +282,10 @@ def _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size):
         step = x.shape[0] if not virtual_batch_size else virtual_batch_size
         parts = [ghost_clipped_grad_sum(model, loss_fn, x[i:i + step], y[i:i + step], c)
                  for i in range(0, max(x.shape[0], 1), max(step, 1))]   # chunks, not examples
-        total = {k: sum(p[0][k] for p in parts) for k in parts[0][0]}
+        total = parts[0][0]
+        for p in parts[1:]:
+            for k in total:
+                total[k] += p[0][k]
         norms = torch.cat([p[1] for p in parts])
         losses = torch.cat([p[2] for p in parts])
     else:
