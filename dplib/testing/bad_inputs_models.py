@@ -278,7 +278,8 @@ def models_erm_specs() -> list[Spec]:
 
 
 def transformer_specs() -> list[Spec]:
-    """The small transformer of the speed benchmark and the ghost path's plan."""
+    """The small transformer of the speed benchmark, the ghost path's plan and mixed rule, and
+    the CPU chunk size of the vmap path."""
     try:
         import torch
 
@@ -302,6 +303,8 @@ def transformer_specs() -> list[Spec]:
              params=dict(positions="int1", fan_in="int1", fan_out="int1")),
         Spec("dplib.training.ghost.ghost_plan", lambda: TR.ghost_plan, args=(lin, ce, x, y),
              params=dict(x=[x[:3], x.numpy(), None], model=[None, "model"])),
+        Spec("dplib.training.grads.cpu_chunk_size", lambda: TR.grads.cpu_chunk_size,
+             args=(dict(lin.named_parameters()),), params=dict(params=[None, [1.0], {"w": 1}])),
     ]
 
 
