@@ -21,8 +21,10 @@ Timing: the methods are interleaved round by round (``--rounds`` rounds of ``--s
 each, after warm-up) and the median round is reported, so a machine shared with other jobs slows
 all methods alike. Ratios are to ``non-private`` and to ``opacus hooks``. Peak memory: on CUDA
 ``torch.cuda.max_memory_allocated`` during the steps (minus what was allocated before); on CPU
-each method is re-run in a fresh subprocess (one thread) and the growth of its peak resident set
-size over the resident set after one warm-up step is reported (Linux: the peak counter VmHWM is
+each method is re-run in a fresh subprocess (one thread, glibc told to return every block of
+64 KiB or more to the OS when it is freed) and its peak resident set size during steps 2–4 is
+reported above the resident set before its first step — so memory a method keeps between
+steps (Opacus' per-sample gradients, optimizer state) counts (Linux: the peak counter VmHWM is
 reset through /proc/self/clear_refs; coarse, a few MB of noise).
 Speed is measured here, never asserted in tests.
 """
@@ -32,6 +34,7 @@ import argparse
 import copy
 import json
 import math
+import os
 import platform
 import resource
 import statistics
@@ -181,9 +184,12 @@ def peak_memory_mb(method: str, kind: str, batch: int, device, steps: int = 3) -
             fn()
         torch.cuda.synchronize()
         return (torch.cuda.max_memory_allocated() - before) / 2**20
+    # glibc: every block ≥ 64 KiB is its own mmap, returned to the OS when freed, so the
+    # resident set follows the live tensors instead of the allocator's cache
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "0"}
     out = subprocess.run([sys.executable, __file__, "--memory-child", method, "--model", kind,
                           "--batch", str(batch), "--device", "cpu"],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, env=env)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -191,8 +197,9 @@ def _memory_child(method: str, kind: str, batch: int) -> None:
     torch.set_num_threads(1)
     model, x, y = make_problem(kind, batch, torch.device("cpu"))
     fn = build(method, model, x, y)
-    fn()                               # first step allocates lazily created state
-    base = _reset_peak_rss()
+    base = _reset_peak_rss()           # model, data and the method's wrappers, before any step
+    fn()                               # the first step (lazily created state, one-off costs)
+    _reset_peak_rss()
     for _ in range(3):
         fn()
     print((_peak_rss() - base) / 1024)

@@ -144,7 +144,7 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
     b = gout.shape[0]
     sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
     conv = not isinstance(module, nn.Linear)
-    t, fan_in, fan_out = _dims(module, gout)
+    t, fan_in, fan_out = _dims(module, gout.shape)
     if conv:
         if isinstance(module.padding, str) or module.padding_mode != "zeros":
             raise ValueError(f"ghost norms support Conv layers with numeric zero padding, got "
@@ -154,7 +154,7 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
         g = gout.reshape(b, t, fan_out)                             # [B, T, O]
     state = {"mode": None, "g": g}
     if _on(module, "weight"):
-        path = _path(module, gout)
+        path = _path(module, gout.shape)
         if path == "outer":
             a = x.reshape(b, -1)
             state.update(mode="outer", a=a, g=g.reshape(b, -1))
@@ -180,22 +180,23 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
     return state, sq
 
 
-def _dims(module: nn.Module, out: torch.Tensor) -> tuple[int, int, int]:
-    """(positions T per example, fan-in, fan-out per group) of a Linear/Conv from its output."""
+def _dims(module: nn.Module, shape: torch.Size) -> tuple[int, int, int]:
+    """(positions T per example, fan-in, fan-out per group) of a Linear/Conv from its output
+    shape."""
     if isinstance(module, nn.Linear):
-        return out[0].numel() // module.out_features, module.in_features, module.out_features
-    return out[0, 0].numel(), module.weight[0].numel(), module.out_channels // module.groups
+        return shape[1:].numel() // module.out_features, module.in_features, module.out_features
+    return shape[2:].numel(), module.weight[0].numel(), module.out_channels // module.groups
 
 
-def _path(module: nn.Module, out: torch.Tensor) -> str:
-    """How the weight-gradient norm of ``module`` is computed for output ``out``: "outer"
+def _path(module: nn.Module, shape: torch.Size) -> str:
+    """How the weight-gradient norm of ``module`` is computed for an output of ``shape``: "outer"
     (a Linear at one position: ‖a‖·‖g‖), "gram" (:func:`use_gram`), "per-example" (formed);
     "tokens" for an embedding (Gram over equal token ids), "affine" for a norm layer."""
     if isinstance(module, nn.Embedding):
         return "tokens"
     if isinstance(module, (nn.GroupNorm, nn.LayerNorm)):
         return "affine"
-    t, fan_in, fan_out = _dims(module, out)
+    t, fan_in, fan_out = _dims(module, shape)
     if t == 1 and isinstance(module, nn.Linear):
         return "outer"
     return "gram" if use_gram(t, fan_in, fan_out) else "per-example"
@@ -206,9 +207,31 @@ def _on(module: nn.Module, name: str) -> bool:
     return p is not None and p.requires_grad
 
 
-def _prepare(module: nn.Module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, torch.Tensor]:
+def _group_norm_affine(module: nn.GroupNorm, x: torch.Tensor, gout: torch.Tensor,
+                       node) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-example gradients [B, C] of a GroupNorm's weight and bias: Σ_p g ⊙ x̂ and Σ_p g over
+    the positions p. With the mean μ and 1/σ the forward pass saved on its autograd node,
+    Σ_p g x̂ = (Σ_p g x − μ Σ_p g)/σ (the formula of PyTorch's own GroupNorm backward), from
+    batched dot products: no normalised copy of the input is formed. Without them (another
+    PyTorch), x̂ is recomputed."""
+    b, c, k = x.shape[0], module.num_channels, module.num_groups
+    gb = gout.reshape(b, c, -1).sum(-1)
+    mean, rstd = getattr(node, "_saved_result1", None), getattr(node, "_saved_result2", None)
+    if isinstance(mean, torch.Tensor) and isinstance(rstd, torch.Tensor) \
+            and mean.shape == rstd.shape == (b, k):
+        gx = torch.bmm(gout.reshape(b * c, 1, -1), x.reshape(b * c, -1, 1)).view(b, c)
+        rep = c // k
+        gw = (gx - mean.repeat_interleave(rep, 1) * gb) * rstd.repeat_interleave(rep, 1)
+        return gw, gb
+    xhat = F.group_norm(x, k, eps=module.eps)
+    return (gout * xhat).reshape(b, c, -1).sum(-1), gb
+
+
+def _prepare(module: nn.Module, x: torch.Tensor, gout: torch.Tensor,
+             node=None) -> tuple[dict, torch.Tensor]:
     """What the clipped sum of ``module`` needs, and each example's squared gradient norm
-    (float64 [B])."""
+    (float64 [B]); ``node``: the autograd node of the layer's output (GroupNorm reads its saved
+    statistics)."""
     b = gout.shape[0]
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
         return _affine_prepare(module, x, gout)
@@ -224,9 +247,7 @@ def _prepare(module: nn.Module, x: torch.Tensor, gout: torch.Tensor) -> tuple[di
         return {"idx": idx, "g": gs, "sg": sg}, sg.pow(2) * hat
     # GroupNorm / LayerNorm: per-example gradients of the affine parameters are small; form them
     if isinstance(module, nn.GroupNorm):
-        xhat = F.group_norm(x, module.num_groups, eps=module.eps)
-        gw = (gout * xhat).reshape(b, module.num_channels, -1).sum(-1)
-        gb = gout.reshape(b, module.num_channels, -1).sum(-1)
+        gw, gb = _group_norm_affine(module, x, gout, node)
     else:
         shape = module.normalized_shape
         xhat = F.layer_norm(x, shape, eps=module.eps)
@@ -385,7 +406,8 @@ def _forward_recorded(model, loss_fn, x, y):
     for name, m in mods:
         def hook(mod, inp, out, name=name):
             records[name].append({"in": inp[0].detach(), "out": out, "in_fn": inp[0].grad_fn,
-                                  "out_fn": out.grad_fn, "versions": (inp[0]._version,
+                                  "out_fn": out.grad_fn, "nr": out.output_nr,
+                                  "shape": out.shape, "versions": (inp[0]._version,
                                                                       out._version)})
         handles.append(m.register_forward_hook(hook))
     try:
@@ -415,20 +437,76 @@ def _forward_recorded(model, loss_fn, x, y):
     return losses, mods, records
 
 
+def _roots(mods, records) -> list[str]:
+    """The layers whose input does not come from another recorded layer's output (walking the
+    input's autograd graph back until a recorded output is met). Asking autograd for the
+    gradients of these outputs alone makes it compute every other layer's output gradient on
+    the way (each other layer lies between the loss and some root)."""
+    outs = {records[name]["out_fn"] for name, _ in mods}
+    roots = []
+    for name, _ in mods:
+        stack, seen, found = [records[name]["in_fn"]], set(), False
+        while stack and not found:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            found = node in outs
+            stack.extend(fn for fn, _ in node.next_functions)
+        if not found:
+            roots.append(name)
+    return roots
+
+
 def _prepare_all(losses, mods, records) -> tuple[list[dict], torch.Tensor]:
     """Every layer's state and the per-example norms (float64 [B], non-finite where an
-    example's gradient is)."""
-    outs = [records[name]["out"] for name, _ in mods]
-    gouts = torch.autograd.grad(losses.sum(), outs, allow_unused=True)
-    sq = torch.zeros(losses.shape[0], dtype=torch.float64, device=losses.device)
-    states = []
-    for (name, m), go in zip(mods, gouts):
-        if go is None:          # a layer whose output does not reach the loss
-            go = torch.zeros_like(records[name]["out"])
-        state, s = _prepare(m, records[name]["in"], go.detach())
-        states.append(state)
-        sq = sq + s
-    return states, sq.sqrt()
+    example's gradient is).
+
+    One backward pass for the roots' output gradients (:func:`_roots`). Every other layer is
+    prepared by a hook on its output's autograd node as soon as its output gradient exists, and
+    autograd frees that gradient afterwards — the output gradients of all layers are never
+    held at once, nor (once recorded) the outputs themselves; a layer whose per-example gradient
+    was formed, and a norm layer, drop their input at once. A layer whose hook never fires does
+    not reach the loss: its gradient is zero."""
+    b = losses.shape[0]
+    sq = [torch.zeros(b, dtype=torch.float64, device=losses.device)]
+    states: dict[str, dict] = {}
+
+    def prepare(name, m, gout):
+        rec = records[name]
+        state, s = _prepare(m, rec["in"], gout.detach(), rec["out_fn"])
+        states[name] = state
+        sq[0] = sq[0] + s
+        if state.get("mode") in (None, "per_example"):   # the sum needs no activation
+            rec["in"] = None
+
+    def hook_for(name, m):
+        def hook(grad_outputs):
+            g = grad_outputs[records[name]["nr"]]
+            if g is not None:
+                prepare(name, m, g)
+        return hook
+
+    root_names = set(_roots(mods, records))
+    roots = [(name, m, records[name]["out"]) for name, m in mods if name in root_names]
+    handles = [records[name]["out_fn"].register_prehook(hook_for(name, m))
+               for name, m in mods if name not in root_names]
+    for rec in records.values():
+        rec["out"] = None                       # let autograd free what it no longer needs
+    try:
+        gouts = torch.autograd.grad(losses.sum(), [o for _, _, o in roots], allow_unused=True)
+    finally:
+        for h in handles:
+            h.remove()
+    for (name, m, _), g in zip(roots, gouts):
+        if g is not None:
+            prepare(name, m, g)
+    for name, m in mods:
+        if name not in states:           # a layer whose output does not reach the loss
+            rec = records[name]
+            zero = torch.zeros(rec["shape"], dtype=losses.dtype, device=losses.device)
+            states[name] = _prepare(m, rec["in"], zero, None)[0]
+    return [states[name] for name, _ in mods], sq[0].sqrt()
 
 
 def ghost_norms(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
@@ -450,7 +528,7 @@ def ghost_plan(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     token ids) or "affine" (a norm layer's per-example affine gradients). Runs one forward pass and the same checks as :func:`ghost_clipped_grad_sum`."""
     check_batch(x, y)
     _, mods, records = _forward_recorded(model, loss_fn, x, y)
-    return {name: _path(m, records[name]["out"]) for name, m in mods}
+    return {name: _path(m, records[name]["shape"]) for name, m in mods}
 
 
 def ghost_clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,

@@ -180,3 +180,20 @@ def test_a_transformer_with_its_head_tied_to_the_embedding_is_refused():
     with pytest.raises(ValueError, match="shared"):
         ghost_clipped_grad_sum(model, F.cross_entropy, torch.randint(0, 12, (3, 4)),
                                torch.randint(0, 12, (3,)), 1.0)
+
+
+def test_group_norm_affine_gradients_from_saved_statistics_equal_the_recomputed_ones():
+    from dplib.training.ghost import _group_norm_affine
+    gn = nn.GroupNorm(2, 6).double()
+    x = (torch.randn(4, 6, 5, 5, generator=_g(), dtype=torch.float64) * 3 + 2).requires_grad_()
+    out = gn(x)
+    g = torch.randn(out.shape, generator=_g(1), dtype=torch.float64)
+    saved = _group_norm_affine(gn, x.detach(), g, out.grad_fn)
+    recomputed = _group_norm_affine(gn, x.detach(), g, None)
+    for a, b in zip(saved, recomputed):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    # and they are the per-example gradients of the affine parameters
+    for i in range(4):
+        gw, gb = torch.autograd.grad((gn(x[i:i + 1]) * g[i:i + 1]).sum(), [gn.weight, gn.bias])
+        torch.testing.assert_close(saved[0][i], gw)
+        torch.testing.assert_close(saved[1][i], gb)
