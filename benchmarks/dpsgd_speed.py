@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/dpsgd_speed.py [--model mlp|cnn|transformer|all] [--batch 256] [--steps 10]
                                        [--rounds 5] [--device cpu|cuda] [--threads N]
-                                       [--no-memory]
+                                       [--no-memory] [--json FILE] [--save]
 
 Every method takes one complete optimisation step on the SAME model (same initial weights) and
 the SAME batch: forward, backward, per-example clipping to C = 1, Gaussian noise with σ = 1,
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import datetime
 import json
 import math
 import os
@@ -42,13 +43,17 @@ import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from dplib.training import make_cnn, make_mlp, make_transformer, noisy_gradient
+from dplib.training import ghost_plan, make_cnn, make_mlp, make_transformer, noisy_gradient
+
+ROOT = Path(__file__).resolve().parents[1]
+STORE = ROOT / "dplib" / "data" / "dpsgd_speed.json"
 
 SIGMA, C = 1.0, 1.0
 VOCAB, SEQ = 1000, 32          # the transformer's vocabulary and sequence length
@@ -242,6 +247,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--json", default=None, help="also write the results to this file")
+    ap.add_argument("--save", action="store_true",
+                    help=f"store the table, with its provenance, in {STORE.relative_to(ROOT)} "
+                         "(the DP-SGD chapter quotes it)")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -272,11 +280,51 @@ def main() -> None:
             mb = f"{mem[m]:10.1f}" if m in mem else f"{'-':>10}"
             print(f"{m:<15}{ms[m]:10.2f}{ms[m] / ms['non-private']:15.2f}"
                   f"{ms[m] / ms['opacus hooks']:16.2f}{mb}")
-        results[kind] = {"ms_per_step": ms, "peak_mb": mem, "parameters": nparams}
+        noise = noise_ms(model, device, args.steps * args.rounds)
+        plan = ghost_plan(copy.deepcopy(model), F.cross_entropy, x, y)
+        paths = {p: sum(v == p for v in plan.values()) for p in sorted(set(plan.values()))}
+        print(f"drawing the noise alone: {noise:.2f} ms ({noise / ms['non-private']:.2f}× "
+              f"non-private); dplib ghost's layers: {paths}")
+        results[kind] = {"ms_per_step": ms, "peak_mb": mem, "parameters": nparams,
+                         "noise_ms": noise, "ghost_plan": plan,
+                         "input_shape": list(x.shape[1:])}
+    table = {"device": str(device) + (f" ({torch.cuda.get_device_name()})"
+                                      if device.type == "cuda" else ""),
+             "threads": torch.get_num_threads(), "batch": args.batch, "results": results,
+             "provenance": provenance(args)}
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": str(device), "batch": args.batch, "results": results}, f,
-                      indent=1)
+            json.dump(table, f, indent=1)
+    if args.save:
+        STORE.write_text(json.dumps(table, indent=1) + "\n")
+        print(f"stored in {STORE.relative_to(ROOT)}")
+
+
+def noise_ms(model: nn.Module, device, reps: int) -> float:
+    """Milliseconds to draw N(0, σ²C²) for every parameter: a floor under any DP-SGD step."""
+    gen = torch.Generator(device=device).manual_seed(2)
+    shapes = [p.shape for p in model.parameters()]
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        for sh in shapes:
+            torch.randn(sh, generator=gen, device=device)
+    sync(device)
+    return (time.perf_counter() - t0) / reps * 1e3
+
+
+def provenance(args) -> dict:
+    """The command, commit and versions a stored table came from."""
+    import opacus
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                cwd=ROOT, capture_output=True, text=True).stdout.strip())
+    return {"command": "python benchmarks/dpsgd_speed.py " + " ".join(sys.argv[1:]),
+            "commit": commit, "uncommitted_changes": dirty,
+            "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+            "opacus": opacus.__version__, "python": platform.python_version(),
+            "machine": platform.machine(), "cpus": os.cpu_count()}
 
 
 if __name__ == "__main__":
