@@ -153,12 +153,14 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
     else:
         g = gout.reshape(b, t, fan_out)                             # [B, T, O]
     state = {"mode": None, "g": g}
+    one = t == 1 and not conv                 # a Linear at one position: g is [B, O]
+    ng = row_norms(g.reshape(b, -1)) if one else None
     if _on(module, "weight"):
         path = _path(module, gout.shape)
         if path == "outer":
             a = x.reshape(b, -1)
             state.update(mode="outer", a=a, g=g.reshape(b, -1))
-            sq = sq + (row_norms(a) * row_norms(state["g"])).pow(2)
+            sq = sq + (row_norms(a) * ng).pow(2)
         elif path == "gram":
             if conv:
                 a, gg = _conv_unfold(module, x).transpose(2, 3), g.transpose(2, 3)
@@ -173,10 +175,10 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
                 g.transpose(1, 2) @ x.reshape(b, -1, fan_in)           # [B, O, I]
             state.update(mode="per_example", per=per)
             sq = sq + row_norms(per.reshape(b, -1)).pow(2)
-    if _on(module, "bias"):
-        gb = g.sum(3).reshape(b, -1) if conv else g.sum(1)
+    if _on(module, "bias"):                   # the bias gradient is Σ_t g_t (g itself if T = 1)
+        gb = g.reshape(b, -1) if one else g.sum(3).reshape(b, -1) if conv else g.sum(1)
         state["gb"] = gb
-        sq = sq + row_norms(gb).pow(2)
+        sq = sq + (ng if one else row_norms(gb)).pow(2)
     return state, sq
 
 
@@ -269,6 +271,25 @@ def _weights(f: torch.Tensor, *scales: torch.Tensor, dtype: torch.dtype) -> torc
     return torch.where(f == 0, torch.zeros_like(w), w).to(dtype)
 
 
+class _Factors:
+    """The clipping factors f_i of one batch (float64) and what every layer's sum reuses: f in
+    each dtype, and whether any example was dropped (f_i = 0, a non-finite gradient: only then
+    are rows zeroed before a product, see :func:`~dplib.training.grads.zero_dead`)."""
+
+    def __init__(self, f: torch.Tensor) -> None:
+        self.f, self.dead, self._cast = f, bool((f == 0).any()), {}
+
+    def weights(self, dtype: torch.dtype, *scales: torch.Tensor) -> torch.Tensor:
+        if scales:
+            return _weights(self.f, *scales, dtype=dtype)
+        if dtype not in self._cast:
+            self._cast[dtype] = self.f.to(dtype)
+        return self._cast[dtype]
+
+    def live(self, t: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return zero_dead(t, w) if self.dead else t
+
+
 def _weigh_smaller(g: torch.Tensor, a: torch.Tensor, wt: torch.Tensor
                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """(g, a) with the per-example weights multiplied into whichever has fewer features (the
@@ -277,34 +298,33 @@ def _weigh_smaller(g: torch.Tensor, a: torch.Tensor, wt: torch.Tensor
     return (g * wv, a) if g.shape[-1] <= a.shape[-1] else (g, a * wv)
 
 
-def _clipped_sum(module: nn.Module, state: dict, f: torch.Tensor) -> dict[str, torch.Tensor]:
+def _clipped_sum(module: nn.Module, state: dict, fs: _Factors) -> dict[str, torch.Tensor]:
     """Σ_i f_i ∇_θ ℓ_i for the parameters of ``module`` from the prepared tensors: the weight
     gradient of a linear map is one matrix product of the activations with the f-weighted output
     gradients ("book-keeping", Bu, Wang, Zha & Karypis 2023), so no second backward pass; where
     the per-example gradients were formed anyway, their f-weighted sum. On the rescaled Gram
     path example i's weight is f_i·s_a,i·s_g,i (≤ C/‖ĝ_i âᵢᵀ‖: moderate)."""
-    out = {}
+    out, f = {}, fs.f
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
         mode, g = state["mode"], state["g"]
         if mode == "per_example":
             w = weighted_example_sum(f, state["per"])
         elif mode == "outer":                                   # MLP: one matrix product
-            wt = _weights(f, dtype=g.dtype)
-            go, a = _weigh_smaller(zero_dead(state["g"], wt), zero_dead(state["a"], wt), wt)
+            wt = fs.weights(g.dtype)
+            go, a = _weigh_smaller(fs.live(state["g"], wt), fs.live(state["a"], wt), wt)
             w = go.T @ a
         elif mode == "gram":                                    # Σ_{i,t} w_i g_{i,t} a_{i,t}ᵀ
-            wt = _weights(f, state["sa"], state["sg"], dtype=g.dtype)
-            go, a = _weigh_smaller(zero_dead(state["gg"], wt), zero_dead(state["a"], wt), wt)
+            wt = fs.weights(g.dtype, state["sa"], state["sg"])
+            go, a = _weigh_smaller(fs.live(state["gg"], wt), fs.live(state["a"], wt), wt)
             w = torch.einsum("bgto,bgti->goi", go, a)
         if mode is not None:
             out["weight"] = w.reshape(module.weight.shape)
         if _on(module, "bias"):
-            wb = _weights(f, dtype=g.dtype)
-            out["bias"] = torch.tensordot(wb, zero_dead(state["gb"], wb),
-                                          dims=1).reshape(module.bias.shape)
+            wb = fs.weights(g.dtype)
+            out["bias"] = (wb @ fs.live(state["gb"], wb)).reshape(module.bias.shape)
     elif isinstance(module, nn.Embedding):
-        wt = _weights(f, state["sg"], dtype=state["g"].dtype)
-        g = zero_dead(state["g"], wt) * wt.view(-1, 1, 1)
+        wt = fs.weights(state["g"].dtype, state["sg"])
+        g = fs.live(state["g"], wt) * wt.view(-1, 1, 1)
         w = torch.zeros_like(module.weight)
         out["weight"] = w.index_add_(0, state["idx"].reshape(-1), g.reshape(-1, g.shape[-1]))
     else:
@@ -547,9 +567,9 @@ def ghost_clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                 x.new_zeros(0))
     losses, mods, records = _forward_recorded(model, loss_fn, x, y)
     states, norms = _prepare_all(losses, mods, records)
-    f = clip_factors(norms, max_norm)
+    fs = _Factors(clip_factors(norms, max_norm))
     grads = {}
     for (name, m), state in zip(mods, states):
-        for k, g in _clipped_sum(m, state, f).items():
+        for k, g in _clipped_sum(m, state, fs).items():
             grads[f"{name}.{k}" if name else k] = g
     return {k: grads[k] for k in params}, norms.to(losses.dtype), losses.detach()
