@@ -211,6 +211,11 @@ EXCLUDED: dict[str, str] = {
     "dplib.training.engine.dpsgd_loop": "the loop of train/train_encoded/the batched trainer "
                                         "(all swept); its parts are validated there",
     "dplib.training.engine.batch_sizes": "diagnostic of poisson_batches' output (swept)",
+    **{name: "a per-layer step of ghost_clipped_grad_sum/ghost_plan (swept), called with the "
+             "layers and tensors they recorded and checked" for name in (
+        "dplib.training.ghost_layers.layer_path", "dplib.training.ghost_layers.prepare_layer",
+        "dplib.training.ghost_layers.ClipFactors",
+        "dplib.training.ghost_layers.layer_clipped_sum")},
     **{name: "a validator: raising ValueError on bad input is all it does (used by swept "
              "functions)" for name in (
         "dplib.encoding.moments.check_noise", "dplib.encoding.moments.check_orders_int",

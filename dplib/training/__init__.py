@@ -17,6 +17,7 @@
 * :mod:`.distributed` — :func:`train_distributed` (DP-SGD over ``torch.distributed`` ranks: shard
   sums all-reduced, the noise drawn once on rank 0 and broadcast) and
   :func:`train_models_distributed` (a shadow-model stack spread over ranks).
+* :mod:`.speed` — the stored speed table of ``benchmarks/dpsgd_speed.py`` (for the book).
 * :mod:`.models` — small models for the book (MLP, CNN with GroupNorm, logistic regression, a
   small transformer) and
   :func:`check_dp_compatible` (refuses batch normalisation).
@@ -38,11 +39,12 @@ from . import erm  # noqa: F401  (dplib.training.erm: NumPy only)
 
 # The DP-SGD modules need torch: they load on first use (PEP 562), so that
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
-_SUBMODULES = ("ghost", "grads", "models", "trainer", "engine", "batched",
-               "distributed")
+_SUBMODULES = ("ghost", "ghost_layers", "grads", "models", "trainer", "engine", "batched",
+               "distributed", "speed")
 _LAZY = {
-    **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms", "ghost_plan",
-                     "use_gram"), "ghost"),
+    **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms", "ghost_plan"),
+                    "ghost"),
+    "use_gram": "ghost_layers",
     **dict.fromkeys(("clip_factors", "clip_per_example", "clipped_grad_sum", "per_example_grads",
                      "per_example_losses"), "grads"),
     **dict.fromkeys(("check_dp_compatible", "check_examples_independent",
@@ -57,6 +59,7 @@ _LAZY = {
                     "batched"),
     **dict.fromkeys(("BroadcastPrivatizer", "train_distributed", "train_models_distributed"),
                     "distributed"),
+    **dict.fromkeys(("load_speed_table", "format_speed_table", "speed_ratios"), "speed"),
 }
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
@@ -68,7 +71,8 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "check_run_settings", "forward_must_not_mutate",
            "check_examples_independent", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker",
            "BatchedModels", "train_models_batched", "train_models_sequential",
-           "BroadcastPrivatizer", "train_distributed", "train_models_distributed"]
+           "BroadcastPrivatizer", "train_distributed", "train_models_distributed",
+           "load_speed_table", "format_speed_table", "speed_ratios"]
 
 
 def __getattr__(name: str) -> object:

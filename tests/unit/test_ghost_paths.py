@@ -183,7 +183,7 @@ def test_a_transformer_with_its_head_tied_to_the_embedding_is_refused():
 
 
 def test_group_norm_affine_gradients_from_saved_statistics_equal_the_recomputed_ones():
-    from dplib.training.ghost import _group_norm_affine
+    from dplib.training.ghost_layers import _group_norm_affine
     gn = nn.GroupNorm(2, 6).double()
     x = (torch.randn(4, 6, 5, 5, generator=_g(), dtype=torch.float64) * 3 + 2).requires_grad_()
     out = gn(x)

@@ -1,0 +1,61 @@
+"""The stored speed table of DP-SGD steps (``benchmarks/dpsgd_speed.py --save``), for the book.
+
+The benchmark times one full step (forward, backward, per-example clipping, noise, update) of
+each implementation on the same model and batch, interleaved round by round, and records peak
+memory, the time to draw the noise alone, the ghost path's choice per layer, and the command,
+commit and versions it ran with. Speed depends on the machine: the table says where it was
+measured, and the benchmark re-measures it anywhere.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..tables import format_table
+
+__all__ = ["SPEED_TABLE", "load_speed_table", "format_speed_table", "speed_ratios"]
+
+#: Where ``benchmarks/dpsgd_speed.py --save`` stores its table (package data).
+SPEED_TABLE = Path(__file__).resolve().parents[1] / "data" / "dpsgd_speed.json"
+
+
+def load_speed_table(path: str | Path = SPEED_TABLE) -> dict:
+    """The stored table: ``{"device", "threads", "batch", "results": {model: {...}},
+    "provenance": {...}}``."""
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"path {str(p)!r} does not exist; run "
+                         "`python benchmarks/dpsgd_speed.py --threads 1 --save`")
+    return json.loads(p.read_text())
+
+
+def speed_ratios(table: dict, model: str) -> dict[str, float]:
+    """Milliseconds per step of every method of ``model`` divided by the non-private step's."""
+    if not isinstance(table, dict) or not isinstance(table.get("results"), dict):
+        raise ValueError(f"table must be a stored speed table (a dict with 'results'), got "
+                         f"{table!r}"[:300])
+    if model not in table["results"]:
+        raise ValueError(f"model must be one of {sorted(table['results'])} (a stored speed "
+                         f"table's models), got {model!r}")
+    ms = table["results"][model]["ms_per_step"]
+    return {m: v / ms["non-private"] for m, v in ms.items()}
+
+
+def format_speed_table(table: dict) -> str:
+    """One row per (model, method): ms per step, × non-private, × Opacus hooks, peak MB."""
+    if not isinstance(table, dict) or "results" not in table:
+        raise ValueError(f"table must be a stored speed table (a dict with 'results'), got "
+                         f"{table!r}"[:300])
+    rows = []
+    for model, res in table["results"].items():
+        ms, mem = res["ms_per_step"], res.get("peak_mb", {})
+        for m, v in ms.items():
+            rows.append({"model": model, "method": m, "ms/step": f"{v:.1f}",
+                         "× non-private": f"{v / ms['non-private']:.2f}",
+                         "× Opacus hooks": f"{v / ms['opacus hooks']:.2f}",
+                         "peak MB": f"{mem[m]:.0f}" if m in mem else ""})
+        rows.append({"model": model, "method": "(the noise alone)",
+                     "ms/step": f"{res['noise_ms']:.1f}",
+                     "× non-private": f"{res['noise_ms'] / ms['non-private']:.2f}"})
+    return format_table(rows, ["model", "method", "ms/step", "× non-private", "× Opacus hooks",
+                               "peak MB"])
