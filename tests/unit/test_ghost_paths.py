@@ -197,3 +197,19 @@ def test_group_norm_affine_gradients_from_saved_statistics_equal_the_recomputed_
         gw, gb = torch.autograd.grad((gn(x[i:i + 1]) * g[i:i + 1]).sum(), [gn.weight, gn.bias])
         torch.testing.assert_close(saved[0][i], gw)
         torch.testing.assert_close(saved[1][i], gb)
+
+
+def test_the_vmap_path_in_cache_sized_chunks_equals_the_per_example_loop():
+    from dplib.training import clipped_grad_sum
+    from dplib.training.grads import cpu_chunk_size
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(300, 400), nn.Tanh(), nn.Linear(400, 3)).double()
+    params = dict(model.named_parameters())
+    assert cpu_chunk_size(params) == 16         # 121,203 float64 weights: 0.97 MB per example
+    x = torch.randn(37, 300, generator=_g(), dtype=torch.float64)   # 3 chunks, the last short
+    y = torch.randint(0, 3, (37,), generator=_g(1))
+    want, want_norms = _loop_clipped_sum(model, x, y, 0.5)
+    got, norms, _ = clipped_grad_sum(model, F.cross_entropy, x, y, 0.5)
+    torch.testing.assert_close(norms, want_norms, rtol=1e-10, atol=1e-12)
+    for (k, _), w in zip(model.named_parameters(), want):
+        torch.testing.assert_close(got[k], w, rtol=1e-10, atol=1e-12)
