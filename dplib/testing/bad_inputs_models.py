@@ -278,8 +278,8 @@ def models_erm_specs() -> list[Spec]:
 
 
 def transformer_specs() -> list[Spec]:
-    """The small transformer of the speed benchmark, the ghost path's plan and mixed rule, and
-    the CPU chunk size of the vmap path."""
+    """The small transformer of the speed benchmark, the ghost path's plan and mixed rule, the
+    stored speed table, the CPU chunk size of the vmap path, and the accuracy recipes."""
     try:
         import torch
 
@@ -310,6 +310,24 @@ def transformer_specs() -> list[Spec]:
              params=dict(table=[None, {}], model=["gpt", None])),
         Spec("dplib.training.speed.format_speed_table", lambda: TR.format_speed_table,
              args=({"results": {}},), params=dict(table=[None, {}, "abc"])),
+        Spec("dplib.training.recipes.shift_copies", lambda: TR.shift_copies,
+             args=(torch.zeros(3, 64), (8, 8)),
+             params=dict(x=[torch.zeros(3, 10), None, [1.0]], image_shape=[(0, 8), (8,), None],
+                         copies=[0, 4, 2.5], fill=[NAN, "a"])),
+        Spec("dplib.training.recipes.AugMult", lambda: TR.AugMult,
+             args=(torch.nn.Linear(64, 2), (8, 8)),
+             params=dict(model=[None, "m"], image_shape=[(0, 8), None], copies=[0, 3],
+                         fill=[NAN])),
+        Spec("dplib.training.recipes.augmult_cross_entropy", lambda: TR.augmult_cross_entropy,
+             args=(torch.zeros(3, 5, 2), torch.zeros(3, dtype=torch.long)),
+             params=dict(logits=[None, torch.zeros(3)], targets=[None, torch.zeros(2)])),
+        Spec("dplib.training.recipes.ExponentialAverage", lambda: TR.ExponentialAverage,
+             args=(dict(lin.named_parameters()), 0.9),
+             params=dict(params=[None, {}, {"w": 1.0}], decay=[0.0, 1.0, -0.5, NAN, None])),
+        Spec("dplib.training.recipes.PublicPCA", lambda: TR.PublicPCA,
+             args=(torch.randn(10, 4), 2),
+             params=dict(x_public=[None, torch.randn(1, 4), torch.full((10, 4), NAN)],
+                         components=[0, 10, 2.5], whiten=["yes", None])),
         Spec("dplib.training.grads.cpu_chunk_size", lambda: TR.grads.cpu_chunk_size,
              args=(dict(lin.named_parameters()),), params=dict(params=[None, [1.0], {"w": 1}])),
     ]

@@ -304,7 +304,8 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
           loss_fn: Callable | None = None, device=None, seed: int | None = None,
           progress: bool = False, betas: tuple[float, float] = (0.9, 0.999),
           noise_device: str = "cpu",
-          expected_batch_size: float | None = None) -> TrainResult:
+          expected_batch_size: float | None = None,
+          ema_decay: float | None = None) -> TrainResult:
     """Train ``model`` in place with DP-SGD (``optimizer="sgd"``) or DP-Adam (``"adam"``).
 
     See the module docstring for the algorithm, the privacy conventions (Poisson sampling at rate
@@ -328,6 +329,12 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     ``seed``: None (default) draws 63 fresh bits of OS entropy for the batches and the noise,
     recorded in :attr:`TrainResult.seed`. An integer makes the run reproducible — for
     experiments, never for a release (module docstring). ``train_data`` must be finite.
+
+    ``ema_decay`` β in (0, 1): parameter averaging (De et al. 2022). An exponential moving
+    average θ̄_t = β θ̄_{t−1} + (1 − β) θ_t of the iterates is kept and copied into the model at
+    the end (:class:`~dplib.training.recipes.ExponentialAverage`); ``history`` still evaluates the
+    raw iterates. The average is a function of the released iterates: post-processing, so ε is
+    unchanged. ``None`` (default): the last iterate.
     """
     check_dp_compatible(model)
     q, lr, c, d, mom, wd, T = check_run_settings(
@@ -336,6 +343,8 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
         weight_decay=weight_decay, epochs=epochs, steps=steps)
     check_choice("noise_device", noise_device, ("cpu", "device"))
     seed = release_seed(seed)
+    if ema_decay is not None:
+        ema_decay = check_real("ema_decay", ema_decay, low=0.0, high=1.0)
     if not isinstance(ghost, bool) or not isinstance(progress, bool):
         raise ValueError(f"ghost and progress must be True or False, got {ghost!r}, {progress!r}")
     x, y = as_tensors(train_data, "train_data", finite=True)
@@ -359,6 +368,10 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
         opt = torch.optim.SGD(params.values(), lr=lr, momentum=mom, weight_decay=wd)
     else:
         opt = torch.optim.Adam(params.values(), lr=lr, betas=betas, weight_decay=wd)
+    ema = None
+    if ema_decay is not None:
+        from .recipes import ExponentialAverage   # a sibling module; imported where it is used
+        ema = ExponentialAverage(params, ema_decay)
     x_dev, y_dev = x.to(dev), y.to(dev)
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
     noise_gen = torch.Generator(device="cpu" if noise_device == "cpu" else dev)
@@ -384,6 +397,8 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
         for k, p in params.items():
             p.grad = grads[k]
         opt.step()
+        if ema is not None:
+            ema.update(params)
 
     def on_step(t: int, info: dict) -> None:
         norms, losses = info["norms"], info["losses"]
@@ -413,6 +428,8 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
         bar.close()
     for p in params.values():
         p.grad = None
+    if ema is not None:
+        ema.copy_to(params)
     seen = tally["seen"]
     return TrainResult(model=model, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
                        epsilon=eps.final(), history=history, accountant=eps.accountant,
