@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import datetime
 import json
 import math
 import os
@@ -50,10 +49,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from dplib.provenance import run_provenance
+from dplib.training.benchmark_tables import SPEED_TABLE as STORE
 from dplib.training import ghost_plan, make_cnn, make_mlp, make_transformer, noisy_gradient
 
 ROOT = Path(__file__).resolve().parents[1]
-STORE = ROOT / "dplib" / "data" / "dpsgd_speed.json"
 
 SIGMA, C = 1.0, 1.0
 VOCAB, SEQ = 1000, 32          # the transformer's vocabulary and sequence length
@@ -316,15 +316,8 @@ def noise_ms(model: nn.Module, device, reps: int) -> float:
 def provenance(args) -> dict:
     """The command, commit and versions a stored table came from."""
     import opacus
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                                cwd=ROOT, capture_output=True, text=True).stdout.strip())
-    return {"command": "python benchmarks/dpsgd_speed.py " + " ".join(sys.argv[1:]),
-            "commit": commit, "uncommitted_changes": dirty,
-            "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-            "opacus": opacus.__version__, "python": platform.python_version(),
-            "machine": platform.machine(), "cpus": os.cpu_count()}
+    return {**run_provenance("python benchmarks/dpsgd_speed.py " + " ".join(sys.argv[1:]), ROOT),
+            "opacus": opacus.__version__}
 
 
 if __name__ == "__main__":

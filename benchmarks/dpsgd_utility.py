@@ -42,16 +42,22 @@ import json
 import math
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
 from dplib.accounting import calibrate_noise
+from dplib.provenance import run_provenance
 from dplib.datasets import load_digits
 from dplib.training import evaluate, make_logistic_regression, make_mlp, steps_for_epochs, train
+from dplib.training.benchmark_tables import UTILITY_TABLE as STORE
 from dplib.training.recipes import AugMult, PublicPCA, augmult_cross_entropy
+
+ROOT = Path(__file__).resolve().parents[1]
 
 EPSILONS = [None, 1.0, 3.0, 8.0]
 DELTA = 1e-5
@@ -128,6 +134,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--recipes", default=None, help="comma-separated subset of the rows")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--save", action="store_true",
+                    help=f"store the table, with its provenance, in {STORE.relative_to(ROOT)} "
+                         "(the DP-SGD chapter quotes it)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     seeds = args.seeds or (2 if args.quick else 5)
@@ -209,11 +218,17 @@ def main() -> None:
                         "epsilon_reached": res.epsilon, "grid_size": len(configs)})
     elapsed = time.perf_counter() - t0
     print(f"{elapsed:.0f} s in total")
+    table = {"delta": DELTA, "accountant": "rdp", "seeds": seeds, "quick": args.quick,
+             "protocol": __doc__.split("Protocol")[1].split("Recipes")[0].strip(),
+             "grids": recipes, "results": out, "seconds": elapsed,
+             "provenance": run_provenance("python benchmarks/dpsgd_utility.py "
+                                          + " ".join(sys.argv[1:]), ROOT)}
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"delta": DELTA, "accountant": "rdp", "seeds": seeds, "quick": args.quick,
-                       "protocol": __doc__.split("Protocol")[1].split("Recipes")[0].strip(),
-                       "grids": recipes, "results": out, "seconds": elapsed}, f, indent=1)
+            json.dump(table, f, indent=1)
+    if args.save:
+        STORE.write_text(json.dumps(table, indent=1) + "\n")
+        print(f"stored in {STORE.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

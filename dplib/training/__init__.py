@@ -17,7 +17,8 @@
 * :mod:`.distributed` — :func:`train_distributed` (DP-SGD over ``torch.distributed`` ranks: shard
   sums all-reduced, the noise drawn once on rank 0 and broadcast) and
   :func:`train_models_distributed` (a shadow-model stack spread over ranks).
-* :mod:`.speed` — the stored speed table of ``benchmarks/dpsgd_speed.py`` (for the book).
+* :mod:`.benchmark_tables` — the stored speed and accuracy tables of ``benchmarks/dpsgd_*.py``
+  (for the book).
 * :mod:`.recipes` — what narrows the gap to non-private training: augmentation multiplicity
   (:class:`AugMult`), parameter averaging (:class:`ExponentialAverage`, ``train(ema_decay=…)``)
   and features fit on public data (:class:`PublicPCA`).
@@ -43,7 +44,7 @@ from . import erm  # noqa: F401  (dplib.training.erm: NumPy only)
 # The DP-SGD modules need torch: they load on first use (PEP 562), so that
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
 _SUBMODULES = ("ghost", "ghost_layers", "grads", "models", "trainer", "engine", "batched",
-               "distributed", "speed", "recipes")
+               "distributed", "benchmark_tables", "recipes")
 _LAZY = {
     **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms", "ghost_plan"),
                     "ghost"),
@@ -62,7 +63,8 @@ _LAZY = {
                     "batched"),
     **dict.fromkeys(("BroadcastPrivatizer", "train_distributed", "train_models_distributed"),
                     "distributed"),
-    **dict.fromkeys(("load_speed_table", "format_speed_table", "speed_ratios"), "speed"),
+    **dict.fromkeys(("load_speed_table", "format_speed_table", "speed_ratios",
+                     "load_utility_table", "utility_accuracy"), "benchmark_tables"),
     **dict.fromkeys(("AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA",
                      "shift_copies"), "recipes"),
 }
@@ -77,7 +79,8 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "check_examples_independent", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker",
            "BatchedModels", "train_models_batched", "train_models_sequential",
            "BroadcastPrivatizer", "train_distributed", "train_models_distributed",
-           "load_speed_table", "format_speed_table", "speed_ratios",
+           "load_speed_table", "format_speed_table", "speed_ratios", "load_utility_table",
+           "utility_accuracy",
            "AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA", "shift_copies"]
 
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from dplib.training import format_speed_table, load_speed_table, speed_ratios
-from dplib.training.speed import SPEED_TABLE
+from dplib.training.benchmark_tables import SPEED_TABLE
 
 METHODS = {"non-private", "dplib vmap", "dplib ghost", "vmap baseline", "opacus hooks",
            "opacus ghost"}

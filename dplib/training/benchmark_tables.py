@@ -1,6 +1,8 @@
-"""The stored speed table of DP-SGD steps (``benchmarks/dpsgd_speed.py --save``), for the book.
+"""The stored results of the DP-SGD benchmarks, which the book quotes: the speed table
+(``benchmarks/dpsgd_speed.py --save``) and the accuracy-per-ε table
+(``benchmarks/dpsgd_utility.py --save``), each with its provenance.
 
-The benchmark times one full step (forward, backward, per-example clipping, noise, update) of
+The speed benchmark times one full step (forward, backward, per-example clipping, noise, update) of
 each implementation on the same model and batch, interleaved round by round, and records peak
 memory, the time to draw the noise alone, the ghost path's choice per layer, and the command,
 commit and versions it ran with. Speed depends on the machine: the table says where it was
@@ -13,20 +15,45 @@ from pathlib import Path
 
 from ..tables import format_table
 
-__all__ = ["SPEED_TABLE", "load_speed_table", "format_speed_table", "speed_ratios"]
+__all__ = ["SPEED_TABLE", "UTILITY_TABLE", "load_speed_table", "format_speed_table",
+           "speed_ratios", "load_utility_table", "utility_accuracy"]
 
 #: Where ``benchmarks/dpsgd_speed.py --save`` stores its table (package data).
 SPEED_TABLE = Path(__file__).resolve().parents[1] / "data" / "dpsgd_speed.json"
+#: Where ``benchmarks/dpsgd_utility.py --save`` stores its table (package data).
+UTILITY_TABLE = Path(__file__).resolve().parents[1] / "data" / "dpsgd_utility.json"
+
+
+def _load(path: str | Path, script: str) -> dict:
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"path {str(p)!r} does not exist; run `python benchmarks/{script}`")
+    return json.loads(p.read_text())
 
 
 def load_speed_table(path: str | Path = SPEED_TABLE) -> dict:
-    """The stored table: ``{"device", "threads", "batch", "results": {model: {...}},
+    """The stored speed table: ``{"device", "threads", "batch", "results": {model: {...}},
     "provenance": {...}}``."""
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"path {str(p)!r} does not exist; run "
-                         "`python benchmarks/dpsgd_speed.py --threads 1 --save`")
-    return json.loads(p.read_text())
+    return _load(path, "dpsgd_speed.py --threads 1 --save")
+
+
+def load_utility_table(path: str | Path = UTILITY_TABLE) -> dict:
+    """The stored accuracy-per-ε table: ``{"protocol", "results": [one row per (recipe, ε)],
+    "provenance": {...}, ...}``."""
+    return _load(path, "dpsgd_utility.py --save")
+
+
+def utility_accuracy(table: dict, recipe: str, epsilon: float | None) -> tuple[float, float]:
+    """(mean, std) test accuracy in % of ``recipe`` at ``epsilon`` (None: non-private; 0: the
+    public-data-only row)."""
+    if not isinstance(table, dict) or not isinstance(table.get("results"), list):
+        raise ValueError(f"table must be a stored utility table (a dict with a 'results' list), "
+                         f"got {table!r}"[:300])
+    for row in table["results"]:
+        if row["recipe"] == recipe and row["epsilon"] == epsilon:
+            return 100 * row["test_accuracy_mean"], 100 * row["test_accuracy_std"]
+    have = sorted({(r["recipe"], r["epsilon"]) for r in table["results"]}, key=str)
+    raise ValueError(f"(recipe, epsilon) must be one of {have}, got {(recipe, epsilon)!r}"[:600])
 
 
 def speed_ratios(table: dict, model: str) -> dict[str, float]:
