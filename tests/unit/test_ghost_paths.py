@@ -205,9 +205,9 @@ def test_the_vmap_path_in_cache_sized_chunks_equals_the_per_example_loop():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(300, 400), nn.Tanh(), nn.Linear(400, 3)).double()
     params = dict(model.named_parameters())
-    assert cpu_chunk_size(params) == 16         # 121,203 float64 weights: 0.97 MB per example
-    x = torch.randn(37, 300, generator=_g(), dtype=torch.float64)   # 3 chunks, the last short
-    y = torch.randint(0, 3, (37,), generator=_g(1))
+    assert cpu_chunk_size(params) == 32         # 121,203 float64 weights: 0.97 MB per example
+    x = torch.randn(70, 300, generator=_g(), dtype=torch.float64)   # 3 chunks, the last short
+    y = torch.randint(0, 3, (70,), generator=_g(1))
     want, want_norms = _loop_clipped_sum(model, x, y, 0.5)
     got, norms, _ = clipped_grad_sum(model, F.cross_entropy, x, y, 0.5)
     torch.testing.assert_close(norms, want_norms, rtol=1e-10, atol=1e-12)
