@@ -6,7 +6,6 @@ import re
 import pytest
 
 from dplib.training import format_speed_table, load_speed_table, speed_ratios
-from dplib.training.benchmark_tables import SPEED_TABLE
 
 METHODS = {"non-private", "dplib vmap", "dplib ghost", "vmap baseline", "opacus hooks",
            "opacus ghost"}
@@ -36,7 +35,6 @@ def test_missing_file_and_unknown_model_are_refused(tmp_path):
         speed_ratios(_toy(), "cnn")
 
 
-@pytest.mark.skipif(not SPEED_TABLE.exists(), reason="no stored table yet")
 def test_the_stored_table_is_complete_and_has_its_provenance():
     t = load_speed_table()
     assert set(t["results"]) == {"mlp", "cnn", "transformer"}
