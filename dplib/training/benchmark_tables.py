@@ -84,5 +84,5 @@ def format_speed_table(table: dict) -> str:
         rows.append({"model": model, "method": "(the noise alone)",
                      "ms/step": f"{res['noise_ms']:.1f}",
                      "× non-private": f"{res['noise_ms'] / ms['non-private']:.2f}"})
-    return format_table(rows, ["model", "method", "ms/step", "× non-private", "× Opacus hooks",
-                               "peak MB"])
+    numbers = ("ms/step", "× non-private", "× Opacus hooks", "peak MB")
+    return format_table(rows, ["model", "method", *numbers], align=dict.fromkeys(numbers, ">"))
