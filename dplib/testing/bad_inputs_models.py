@@ -328,7 +328,7 @@ def transformer_specs() -> list[Spec]:
         Spec("dplib.training.recipes.AugMult", lambda: TR.AugMult,
              args=(torch.nn.Linear(64, 2), (8, 8)),
              params=dict(model=[None, "m"], image_shape=[(0, 8), None], copies=[0, 3],
-                         fill=[NAN])),
+                         fill=[NAN], channels_first=[1, "yes"])),
         Spec("dplib.training.recipes.augmult_cross_entropy", lambda: TR.augmult_cross_entropy,
              args=(torch.zeros(3, 5, 2), torch.zeros(3, dtype=torch.long)),
              params=dict(logits=[None, torch.zeros(3)], targets=[None, torch.zeros(2)])),

@@ -78,10 +78,14 @@ class AugMult(nn.Module):
     Train it with ``ghost=False`` (per-example gradients by ``vmap``): the ghost path computes one
     norm per row a layer sees, and here a layer sees K rows per example. The ghost path refuses
     it (``ValueError``: it checks that every layer sees one row per example).
+
+    ``channels_first=False`` (default) hands the wrapped model flat images, [B·K, H·W] (training)
+    or [B, H·W] (eval); ``channels_first=True`` hands it one-channel images [B·K, 1, H, W] or
+    [B, 1, H, W], as a convolutional network expects.
     """
 
     def __init__(self, model: nn.Module, image_shape: tuple[int, int], copies: int = 5,
-                 fill: float = 0.0) -> None:
+                 fill: float = 0.0, channels_first: bool = False) -> None:
         super().__init__()
         if not isinstance(model, nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -90,14 +94,18 @@ class AugMult(nn.Module):
         if self.copies not in _SHIFTS:
             raise ValueError(f"copies must be 5 or 9, got {self.copies}")
         self.fill = check_real("fill", fill)
+        if not isinstance(channels_first, bool):
+            raise ValueError(f"channels_first must be True or False, got {channels_first!r}")
+        self.channels_first = channels_first
         self.model = model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = (1, *self.image_shape) if self.channels_first else (-1,)
         if not self.training:
-            return self.model(x.reshape(x.shape[0], -1))
+            return self.model(x.reshape(x.shape[0], *shape))
         b = x.shape[0]
         xs = shift_copies(x, self.image_shape, self.copies, self.fill)
-        return self.model(xs.reshape(b * self.copies, -1)).reshape(b, self.copies, -1)
+        return self.model(xs.reshape(b * self.copies, *shape)).reshape(b, self.copies, -1)
 
 
 def augmult_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dplib.training import (clipped_grad_sum, ghost_clipped_grad_sum, make_logistic_regression,
-                            make_mlp, per_example_grads, train)
+from dplib.training import (clipped_grad_sum, ghost_clipped_grad_sum, make_cnn,
+                            make_logistic_regression, make_mlp, per_example_grads, train)
 from dplib.training.recipes import (AugMult, ExponentialAverage, PublicPCA,
                                     augmult_cross_entropy, shift_copies)
 
@@ -219,3 +219,85 @@ def test_public_pca_refuses_bad_input(kw, match):
 def test_public_pca_refuses_wrong_width():
     with pytest.raises(ValueError, match="x must be"):
         PublicPCA(torch.randn(20, 10), 3)(torch.zeros(4, 9))
+
+
+class _Shapes(nn.Module):
+    """Records the shape of its input; logits from a fixed linear map of the pixels."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin, self.seen = nn.Linear(64, 10), []
+
+    def forward(self, x):
+        self.seen.append(tuple(x.shape))
+        return self.lin(x.reshape(x.shape[0], 64))
+
+
+@pytest.mark.parametrize("channels_first,train_shape,eval_shape",
+                         [(False, (15, 64), (3, 64)), (True, (15, 1, 8, 8), (3, 1, 8, 8))])
+def test_augmult_hands_the_model_flat_or_channels_first_images(channels_first, train_shape,
+                                                                eval_shape):
+    inner = _Shapes()
+    wrapped = AugMult(inner, (8, 8), copies=5, channels_first=channels_first)
+    x = images(3)[0].float()
+    out = wrapped(x)
+    assert out.shape == (3, 5, 10) and inner.seen[-1] == train_shape
+    copies = shift_copies(x, (8, 8), 5)                  # the same copies, in the same order
+    assert torch.allclose(out, inner.lin(copies))
+    wrapped.eval()
+    assert torch.equal(wrapped(x), inner.lin(x)) and inner.seen[-1] == eval_shape
+
+
+@pytest.mark.parametrize("bad", [1, None, "yes"])
+def test_augmult_channels_first_validated(bad):
+    with pytest.raises(ValueError, match="channels_first"):
+        AugMult(nn.Linear(64, 10), (8, 8), channels_first=bad)
+
+
+def cnn(seed=1):
+    return make_cnn(1, 10, 8, groups=2, width=4, seed=seed).double()
+
+
+@pytest.mark.parametrize("copies", [5, 9])
+def test_augmult_cnn_gradient_is_mean_of_copy_gradients(copies):
+    """Per-example gradient (vmap) of the wrapped CNN = mean of the K per-copy gradients, each
+    computed alone by plain autograd on its [1, 1, 8, 8] image."""
+    inner = cnn()
+    wrapped = AugMult(inner, (8, 8), copies=copies, channels_first=True)
+    x, y = images(4)
+    per_ex = per_example_grads(wrapped, augmult_cross_entropy, x, y)
+    imgs = shift_copies(x, (8, 8), copies).reshape(4, copies, 1, 1, 8, 8)
+    for i in range(4):
+        grads = []
+        for k in range(copies):
+            inner.zero_grad()
+            F.cross_entropy(inner(imgs[i, k]), y[i:i + 1]).backward()
+            grads.append({n: p.grad.clone() for n, p in inner.named_parameters()})
+        for n, _ in inner.named_parameters():
+            mean = torch.stack([g[n] for g in grads]).mean(0)
+            assert torch.allclose(per_ex["model." + n][i], mean, atol=1e-12), n
+
+
+def test_augmult_cnn_per_example_gradient_ignores_other_examples():
+    """GroupNorm normalises within one image: example 0's gradient sees no other example."""
+    wrapped = AugMult(cnn(2), (8, 8), channels_first=True)
+    x, y = images(4)
+    x2 = x.clone()
+    x2[1:] = torch.rand(3, 64, dtype=torch.float64)
+    g1 = per_example_grads(wrapped, augmult_cross_entropy, x, y)
+    g2 = per_example_grads(wrapped, augmult_cross_entropy, x2, y)
+    for n in g1:
+        assert torch.equal(g1[n][0], g2[n][0])
+        assert not torch.allclose(g1[n][1], g2[n][1])
+
+
+def test_augmult_cnn_trains_with_dp_sgd():
+    x, y = images(20, seed=9)
+    wrapped = AugMult(make_cnn(1, 10, 8, groups=2, width=4, seed=0), (8, 8),
+                      channels_first=True)
+    res = train(wrapped, (x.float(), y), sample_rate=0.5, lr=0.5, steps=3, target_epsilon=2.0,
+                loss_fn=augmult_cross_entropy, ghost=False, seed=0)
+    assert math.isclose(res.epsilon, 2.0, rel_tol=1e-2)
+    assert wrapped.training and wrapped(x.float()).shape == (20, 5, 10)
+    wrapped.eval()
+    assert wrapped(x.float()).shape == (20, 10)
