@@ -37,6 +37,7 @@ import math
 import os
 import platform
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -316,7 +317,7 @@ def noise_ms(model: nn.Module, device, reps: int) -> float:
 def provenance(args) -> dict:
     """The command, commit and versions a stored table came from."""
     import opacus
-    return {**run_provenance("python benchmarks/dpsgd_speed.py " + " ".join(sys.argv[1:]), ROOT),
+    return {**run_provenance("python benchmarks/dpsgd_speed.py " + shlex.join(sys.argv[1:]), ROOT),
             "opacus": opacus.__version__}
 
 

@@ -46,6 +46,7 @@ import itertools
 import json
 import math
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -253,7 +254,7 @@ def main() -> None:
              "protocol": __doc__.split("Protocol")[1].split("Recipes")[0].strip(),
              "grids": recipes, "results": out, "seconds": elapsed,
              "provenance": run_provenance("python benchmarks/dpsgd_utility.py "
-                                          + " ".join(sys.argv[1:]), ROOT)}
+                                          + shlex.join(sys.argv[1:]), ROOT)}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
