@@ -17,7 +17,7 @@ import numpy as np
 from ._validate import check_int
 
 __all__ = ["quick_mode", "get_device", "as_device", "seed_everything", "setup", "Setup",
-           "release_seed"]
+           "release_seed", "release_generator"]
 
 
 def quick_mode() -> bool:
@@ -85,6 +85,28 @@ def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> 
     if seed is None:
         return secrets.randbits(bits)
     return check_int(name, seed, low=0)
+
+
+def release_generator(generator: object = None, device: object = "cpu"):
+    """The ``torch.Generator`` a private release draws its noise from.
+
+    ``None`` (the default of every function that adds noise): a new generator on ``device``
+    seeded with 63 fresh bits of OS entropy (:func:`release_seed`) — never torch's global
+    generator, which :func:`setup` and :func:`seed_everything` seed with a known value (0 in every
+    chapter), so noise drawn from it would be a known function of the public inputs. A given
+    ``torch.Generator`` (or a list/tuple of them, one per model of a stack) is returned as it is:
+    reproducible runs, for experiments and teaching."""
+    torch = _torch()
+    if torch is None:
+        raise ValueError("release_generator needs torch (pip install torch)")
+    if generator is None:
+        dev = as_device(device)
+        return torch.Generator(device=dev).manual_seed(release_seed(None))
+    gens = generator if isinstance(generator, (list, tuple)) else [generator]
+    if not gens or not all(isinstance(g, torch.Generator) for g in gens):
+        raise ValueError(f"generator must be None, a torch.Generator or a list of them, got "
+                         f"{generator!r}"[:300])
+    return generator
 
 
 def seed_everything(seed: int) -> np.random.Generator:

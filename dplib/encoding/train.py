@@ -33,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .._validate import check_int, check_positive, check_probability, check_real
+from ..device import release_generator
 from ..samplers import poisson_batches
 from .accounting import EncodedStepEvent, EncodingAccountant
 from .codebook import Codebook, encode
@@ -101,8 +102,8 @@ class EncodingPrivatizer:
 
     def add_noise(self, total: dict, generator) -> tuple[dict, dict]:
         flat = total["flat"]
-        gdev = generator.device if generator is not None else flat.device
-        z = self.noise.sample(tuple(flat.shape), generator=generator, device=gdev,
+        generator = release_generator(generator, flat.device)   # None: fresh OS entropy
+        z = self.noise.sample(tuple(flat.shape), generator=generator, device=generator.device,
                               dtype=flat.dtype).to(flat.device)
         noisy, factor = flat + z, 1.0
         if self.denoise:
@@ -126,7 +127,8 @@ def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook
 
     The gradient is (Σ_i enc(∇_i) + Z)·KS / ``expected_batch_size``: :func:`encoded_sum`, then
     :class:`EncodingPrivatizer`. Noise is drawn from ``generator``'s device and moved to the
-    parameters' device.
+    parameters' device; ``generator=None`` (the default): a generator seeded with fresh OS
+    entropy (:func:`dplib.device.release_generator`), never torch's global generator.
 
     Float noise: Z is drawn in floating point, not safe against Mironov's 2012 attack.
     """

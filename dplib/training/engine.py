@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from .._validate import check_real
+from ..device import release_generator
 from ..accounting import DpEvent, dpsgd_event, make_accountant, rdp_to_epsilon
 from .grads import check_max_grad_norm
 
@@ -47,8 +48,9 @@ def gaussian_noise(shape: tuple, generator: object, dtype: torch.dtype,
                    device: torch.device) -> torch.Tensor:
     """N(0, 1) of ``shape`` from ``generator`` — a ``torch.Generator``, or a list of them (one per
     model of a stack: ``shape[0]`` draws of ``shape[1:]``, model m from generator m, so a model's
-    noise does not depend on how many models share the stack). Drawn on the generator's device
-    and moved to ``device``.
+    noise does not depend on how many models share the stack), or None: a generator seeded with
+    fresh OS entropy (:func:`dplib.device.release_generator`; never torch's global generator,
+    which the chapters seed with 0). Drawn on the generator's device and moved to ``device``.
 
     Float noise: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD library does; it
     is not hardened against the floating-point attack of Mironov 2012."""
@@ -59,8 +61,8 @@ def gaussian_noise(shape: tuple, generator: object, dtype: torch.dtype,
         z = torch.stack([torch.randn(shape[1:], generator=g, dtype=dtype, device=g.device)
                          .to(device) for g in generator])
         return z
-    gdev = generator.device if generator is not None else device
-    return torch.randn(shape, generator=generator, dtype=dtype, device=gdev).to(device)
+    generator = release_generator(generator, device)
+    return torch.randn(shape, generator=generator, dtype=dtype, device=generator.device).to(device)
 
 
 @dataclass(frozen=True)

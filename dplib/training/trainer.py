@@ -254,7 +254,9 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
 
     ḡ_i = g_i·min(1, C/‖g_i‖) over the examples of (x, y) (one Poisson batch; it may be empty),
     by ``vmap`` (in chunks of ``virtual_batch_size``) or by ghost norms. The noise is drawn from
-    ``generator`` on the generator's device and moved to the parameters' device (σ = 0: none).
+    ``generator`` on the generator's device and moved to the parameters' device (σ = 0: none);
+    ``generator=None`` (the default) draws it from a generator seeded with fresh OS entropy
+    (:func:`dplib.device.release_generator`), never from torch's global generator.
     Returns (gradient per trainable parameter name, per-example norms, per-example losses).
     This is the step :func:`train` takes; the benchmarks time it. The model must not change its
     parameters, buffers or attributes during the forward pass (an un-noised release of data):

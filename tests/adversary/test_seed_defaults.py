@@ -70,3 +70,43 @@ def test_trainers_default_to_fresh_entropy(name):
     fn = getattr(importlib.import_module(mod), attr)
     seed_param = "seeds" if attr == "train_models_batched" else "seed"
     assert inspect.signature(fn).parameters[seed_param].default is None
+
+
+def test_noise_of_a_release_is_not_drawn_from_the_globally_seeded_generator():
+    """Every chapter runs dplib.device.setup(), which seeds torch's global generator with 0.
+    A release called without a generator must not take its noise from there: after re-seeding
+    the global generator identically, two calls must still draw different noise."""
+    import torch
+    import torch.nn.functional as F
+
+    from dplib.encoding import Codebook, GaussianNoise
+    from dplib.encoding.train import encoded_noisy_gradient
+    from dplib.training import make_logistic_regression, noisy_gradient
+    from dplib.training.engine import GaussianPrivatizer
+
+    model = make_logistic_regression(4, 2, seed=1)
+    x, y = torch.ones(3, 4), torch.tensor([0, 1, 0])
+    kw = dict(max_grad_norm=1.0, noise_multiplier=1.0, expected_batch_size=3.0)
+    draws = []
+    for _ in range(2):
+        torch.manual_seed(0)                    # what setup() does
+        draws.append(noisy_gradient(model, F.cross_entropy, x, y, **kw)[0]["1.weight"])
+    assert not torch.equal(draws[0], draws[1])
+    totals = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        totals.append(GaussianPrivatizer(1.0, 1.0).add_noise({"w": torch.zeros(5)}, None)[0]["w"])
+    assert not torch.equal(totals[0], totals[1])
+    book = Codebook([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.6, 0.8], [0.5, 0.5, 0.5, 0.5]])
+    enc = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        enc.append(encoded_noisy_gradient(make_logistic_regression(1, 2, seed=1), F.cross_entropy,
+                                          torch.ones(2, 1), torch.tensor([0, 1]),
+                                          codebook=book, noise=GaussianNoise(1.0),
+                                          expected_batch_size=2.0, denoise=False)[0])
+    assert any(not torch.equal(enc[0][k], enc[1][k]) for k in enc[0])
+    # a given generator still makes a run reproducible
+    same = [noisy_gradient(model, F.cross_entropy, x, y, generator=torch.Generator().manual_seed(5),
+                           **kw)[0]["1.weight"] for _ in range(2)]
+    assert torch.equal(same[0], same[1])
