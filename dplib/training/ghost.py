@@ -24,7 +24,7 @@ matrix product, Σ_i c_i Σ_t g_{i,t} a_{i,t}ᵀ = (c ⊙ g)ᵀ a — the "book-
 Zha & Karypis 2023, which saves the second backward pass of Li et al. (and Opacus). No
 per-example gradient of a layer on the Gram path is ever stored.
 
-Numerics: norms never under-estimate the gradient the clipped sum uses. Where the per-example
+Numerics: norms do not under-estimate the gradient the clipped sum uses (up to float rounding). Where the per-example
 gradient is formed (or T = 1, ‖a‖·‖g‖) the norm is taken from those very numbers by
 :func:`~dplib.training.grads.row_norms` (scaled where needed: no overflow or underflow). The Gram
 form squares activations, so a record whose activations or output gradients leave
@@ -37,8 +37,10 @@ gradient's, and ``ghost=False`` computes those correctly): a layer run more than
 forward pass, a trainable parameter shared by two modules or used outside its own layer
 (tied embedding/output weights, reuse through ``F.linear``, a penalty in the loss), a subclass
 of a supported layer that overrides ``forward``, a layer input or output modified in place
-afterwards (``nn.ReLU(inplace=True)``), and ``nn.Embedding(max_norm=…)`` (an in-place,
-un-noised change of the weights during the forward pass).
+afterwards (``nn.ReLU(inplace=True)``), ``nn.Embedding(max_norm=…)`` (an in-place,
+un-noised change of the weights during the forward pass), and a layer that sees a number of
+rows other than the number of examples (augmented copies, or a sequence-first layout [T, B, …]):
+every layer's input and output must have the example index first, one row per example.
 """
 from __future__ import annotations
 
