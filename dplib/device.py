@@ -90,7 +90,9 @@ def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> 
 def release_generator(generator: object = None, device: object = "cpu"):
     """The ``torch.Generator`` a private release draws its noise from.
 
-    ``None`` (the default of every function that adds noise): a new generator on ``device``
+    ``None`` (the default of the privatizers — :func:`dplib.training.noisy_gradient`,
+    :class:`~dplib.training.GaussianPrivatizer`, the gradient encoding's — and of
+    :func:`dplib.encoding.train.privatization_error`): a new generator on ``device``
     seeded with 63 fresh bits of OS entropy (:func:`release_seed`) — never torch's global
     generator, which :func:`setup` and :func:`seed_everything` seed with a known value (0 in every
     chapter), so noise drawn from it would be a known function of the public inputs. A given

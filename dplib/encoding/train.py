@@ -102,6 +102,9 @@ class EncodingPrivatizer:
 
     def add_noise(self, total: dict, generator) -> tuple[dict, dict]:
         flat = total["flat"]
+        if isinstance(generator, (list, tuple)):
+            raise ValueError("generator must be one torch.Generator (or None) for the encoding "
+                             f"privatizer, got a {type(generator).__name__} of them")
         generator = release_generator(generator, flat.device)   # None: fresh OS entropy
         z = self.noise.sample(tuple(flat.shape), generator=generator, device=generator.device,
                               dtype=flat.dtype).to(flat.device)
@@ -126,7 +129,7 @@ def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook
     coordinates the encoding changed, "batch_size": |B|}.
 
     The gradient is (Σ_i enc(∇_i) + Z)·KS / ``expected_batch_size``: :func:`encoded_sum`, then
-    :class:`EncodingPrivatizer`. Noise is drawn from ``generator``'s device and moved to the
+    :class:`EncodingPrivatizer`. Noise is drawn from ``generator`` on its device and moved to the
     parameters' device; ``generator=None`` (the default): a generator seeded with fresh OS
     entropy (:func:`dplib.device.release_generator`), never torch's global generator.
 
@@ -267,8 +270,8 @@ def privatization_error(grads, codebook: Codebook, noise: NoiseDistribution, *,
         raise ValueError("grads must be a [B, d] torch tensor")
     s = grads.double().sum(0)
     e = encode(grads, codebook).double().sum(0)
-    dev = generator.device if generator is not None else grads.device
-    z = noise.sample((m, grads.shape[1]), generator=generator, device=dev,
+    generator = release_generator(generator, grads.device)
+    z = noise.sample((m, grads.shape[1]), generator=generator, device=generator.device,
                      dtype=torch.float64).to(grads.device)
     l1 = (e[None, :] + z - s[None, :]).abs().sum(1)
     return {"l1": float(l1.mean()), "l1_std": float(l1.std()) if m > 1 else math.nan,

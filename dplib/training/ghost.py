@@ -8,11 +8,12 @@ G = Σ_t g_t a_tᵀ with g_t = ∂ℓ/∂s_t. Its squared Frobenius norm needs o
 $$ \\|G\\|_F^2 = \\sum_{t,s} (a_t^\\top a_s)(g_t^\\top g_s), \\qquad
    \\|G\\|_F^2 = \\|a\\|^2\\,\\|g\\|^2 \\ (T = 1). $$
 
-This costs O(T²(d_in + d_out)) memory per example instead of O(d_in d_out); when 2T² ≥
-d_in·d_out the per-example gradient is cheaper, and it is formed instead ("mixed ghost clipping",
-Bu, Mao & Xu 2022): for a convolution by one grouped convolution backward over the whole batch
-(:mod:`~dplib.training.ghost_layers`), otherwise by a batched matrix product; the Gram form of a
-convolution works on its ``unfold`` (im2col). An embedding's gradient adds g_t to row x_t, so
+This costs O(T²(d_in + d_out)) time and two T×T Gram matrices of memory per example instead of
+O(d_in d_out); when 2T² ≥ d_in·d_out the per-example gradient is cheaper, and it is formed
+instead ("mixed ghost clipping", Bu, Mao & Xu 2022): for a convolution by one grouped
+convolution backward over the whole batch (:mod:`~dplib.training.ghost_layers`), otherwise by
+a batched matrix product; the Gram form of a convolution works on its ``unfold`` (im2col). An
+embedding's gradient adds g_t to row x_t, so
 ‖G‖² = Σ_{t,s} [x_t = x_s] g_tᵀ g_s. The elementwise affine parameters of GroupNorm/LayerNorm have
 tiny per-example gradients (Σ_positions g ⊙ x̂ and Σ_positions g), which are formed directly.
 
@@ -24,12 +25,12 @@ matrix product, Σ_i c_i Σ_t g_{i,t} a_{i,t}ᵀ = (c ⊙ g)ᵀ a — the "book-
 Zha & Karypis 2023, which saves the second backward pass of Li et al. (and Opacus). No
 per-example gradient of a layer on the Gram path is ever stored.
 
-Numerics: norms do not under-estimate the gradient the clipped sum uses (up to float rounding). Where the per-example
-gradient is formed (or T = 1, ‖a‖·‖g‖) the norm is taken from those very numbers by
-:func:`~dplib.training.grads.row_norms` (scaled where needed: no overflow or underflow). The Gram
-form squares activations, so a record whose activations or output gradients leave
-[2^-50, 2^50] (1e30, 1e-25, …) makes that layer rescale every example by its largest entry before
-any square is formed; normal batches pay only a max and a min reduction for the check. An example
+Numerics: norms do not under-estimate the gradient the clipped sum uses (up to float
+rounding). Where the per-example gradient is formed (or T = 1, ‖a‖·‖g‖) the norm is taken from
+those very numbers by :func:`~dplib.training.grads.row_norms` (scaled where needed: no overflow
+or underflow). The Gram form squares activations, so an example whose largest absolute
+activation or output gradient leaves [2^-50, 2^50] (a record of 1e30, 1e-25, …) makes that
+layer rescale that tensor, every example by its own largest entry, before any square is formed; normal batches pay only a max and a min reduction for the check. An example
 whose gradient is not finite gets clipping factor 0 and adds nothing.
 
 What the ghost path refuses (each would make its norm differ from the true per-example
@@ -38,9 +39,14 @@ forward pass, a trainable parameter shared by two modules or used outside its ow
 (tied embedding/output weights, reuse through ``F.linear``, a penalty in the loss), a subclass
 of a supported layer that overrides ``forward``, a layer input or output modified in place
 afterwards (``nn.ReLU(inplace=True)``), ``nn.Embedding(max_norm=…)`` (an in-place,
-un-noised change of the weights during the forward pass), and a layer that sees a number of
-rows other than the number of examples (augmented copies, or a sequence-first layout [T, B, …]):
-every layer's input and output must have the example index first, one row per example.
+un-noised change of the weights during the forward pass), ``nn.Embedding(sparse=True)``, a
+convolution with string padding or a ``padding_mode`` other than ``'zeros'``, a trainable
+parameter outside :data:`GHOST_LAYERS` or named other than weight and bias, and a layer whose
+row count differs from the number of examples (augmented copies, a sequence-first layout).
+Every layer's input and output must have the example index first, one row per example — a
+sequence-first [T, B, …] layout with T equal to the batch size cannot be told apart and must
+not be used — and the model must not mix examples (:func:`~dplib.training.train` checks this
+on a synthetic probe, :func:`~dplib.training.check_examples_independent`).
 """
 from __future__ import annotations
 

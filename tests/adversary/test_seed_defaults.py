@@ -110,3 +110,15 @@ def test_noise_of_a_release_is_not_drawn_from_the_globally_seeded_generator():
     same = [noisy_gradient(model, F.cross_entropy, x, y, generator=torch.Generator().manual_seed(5),
                            **kw)[0]["1.weight"] for _ in range(2)]
     assert torch.equal(same[0], same[1])
+
+
+def test_the_encoding_privatizer_refuses_a_stack_of_generators_clearly():
+    import torch
+
+    from dplib.encoding import Codebook, GaussianNoise
+    from dplib.encoding.train import EncodingPrivatizer
+
+    book = Codebook([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.6, 0.8], [0.5, 0.5, 0.5, 0.5]])
+    priv = EncodingPrivatizer(book, GaussianNoise(1.0), denoise=False)
+    with pytest.raises(ValueError, match="generator must be one torch.Generator"):
+        priv.add_noise({"flat": torch.zeros(4)}, [torch.Generator(), torch.Generator()])
