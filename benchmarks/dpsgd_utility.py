@@ -12,7 +12,8 @@ search costs no privacy and the ε reported is that of the one released run.
 2. Search, per recipe and privacy level, on the public split alone, in three folds: each
    configuration is trained on two folds (240 images) and scored on the third; the folds' mean
    validation accuracy ranks it (recipes with public pretraining pretrain on one fold, train on
-   the next and score on the third). To rehearse the private run, a search run uses the same q,
+   the next and score on the third; features fit on public images are fit on the two folds not
+   scored). To rehearse the private run, a search run uses the same q,
    T and C and the noise multiplier σ · n_search / n_private, where σ is calibrated for the
    private run: the noise std in the averaged gradient, σC/(q·n), is the same in both.
 3. The chosen configuration is trained on the PRIVATE split with ``--seeds`` training seeds
@@ -25,17 +26,18 @@ Recipes (rows): baseline (logistic regression or an MLP with 64 tanh units; q �
 10–60 epochs; SGD with momentum 0.9, C = 1); large batches and long training (q = 1, 100 or
 300 steps); parameter averaging (debiased EMA of the iterates, free in privacy; De et al. 2022);
 augmentation multiplicity (K = 5 shifted copies, gradients averaged before clipping; De et al.
-2022); features from public data (PCA fit on the public images; Tramèr & Boneh 2021); public
+2022); features from public data (PCA fit on the public images, or the normalised Gaussian-kernel
+similarities to each public image, γ ∈ {0.5, 1}; Tramèr & Boneh 2021); public
 pretraining (non-private training on the public images and labels, then DP-SGD from there;
-Tramèr & Boneh 2021); a combination (pretraining + EMA, with or without PCA); and, as the bar
-that every use of public data must clear, the model trained on the public images alone. Three
+Tramèr & Boneh 2021); a combination (pretraining + EMA, on pixels or on kernel features); and,
+as the bar that every use of public data must clear, the model trained on the public images alone. Three
 more rows, run only when named (``--recipes "cnn,cnn + augmult,cnn + augmult + pretraining +
 EMA"``), use a small convolutional network (:func:`dplib.training.make_cnn`: two 3×3 convolutions
 of 16 and 32 channels, GroupNorm, tanh, global average pooling), alone, with augmentation
 multiplicity (a convolution is shift-invariant, a linear layer on pixels is not), and with
 public pretraining (q = 0.25, 100 epochs, lr 0.1) + EMA. Weight standardisation (De et al.
 2022) is not tried: it is a recipe for deep convolutional networks.
-Runtime: about 6 minutes on one CPU thread, and 11 more for the three CNN rows (``--quick``:
+Runtime: about 8 minutes on one CPU thread, and 11 more for the three CNN rows (``--quick``:
 2 seeds, smaller grids).
 """
 from __future__ import annotations
@@ -62,7 +64,8 @@ from dplib.datasets import load_digits
 from dplib.training import (evaluate, make_cnn, make_logistic_regression, make_mlp,
                             steps_for_epochs, train)
 from dplib.training.benchmark_tables import UTILITY_TABLE as STORE
-from dplib.training.recipes import AugMult, PublicPCA, augmult_cross_entropy
+from dplib.training.recipes import (AugMult, PublicKernelFeatures, PublicPCA,
+                                    augmult_cross_entropy)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,10 +81,12 @@ RECIPES = {
     "+ augmult": {**BASE, "sample_rate": [1.0], "epochs": [30, 60], "lr": [1.0, 2.0],
                   "augmult": [5]},
     "+ public PCA": {**BASE, "epochs": [30, 60], "lr": [1.0, 2.0], "pca": [16, 32]},
+    "+ public kernel features": {**BASE, "epochs": [30, 100], "lr": [1.0, 3.0],
+                                 "kernel": [0.5, 1.0]},
     "+ public pretraining": {"model": ["logreg", "mlp"], "sample_rate": [0.25, 1.0],
                              "epochs": [10, 30], "lr": [0.1, 0.3, 1.0], "pretrain": [True]},
     "combination": {"model": ["logreg", "mlp"], "sample_rate": [0.25, 1.0], "epochs": [10, 30],
-                    "lr": [0.1, 0.3], "pretrain": [True], "ema": [0.9], "pca": [0, 32]},
+                    "lr": [0.3, 1.0], "pretrain": [True], "ema": [0.9], "kernel": [0, 1.0]},
 }
 
 #: Rows run only when named in ``--recipes`` (about 11 minutes together).
@@ -97,18 +102,20 @@ EXTRA_RECIPES = {
 
 
 def build(cfg: dict, seed: int, x_public: torch.Tensor) -> nn.Module:
-    """The model of a configuration; PCA (fit on the public images) and AugMult as asked. The
+    """The model of a configuration; PCA or kernel features (from the public images ``x_public``)
+    and AugMult as asked. The
     CNN sees the flat images as [B, 1, 8, 8] (AugMult hands it its copies in that shape)."""
     if cfg["model"] == "cnn":
         cnn = make_cnn(1, 10, 8, groups=4, width=16, seed=seed)
         if cfg.get("augmult"):
             return AugMult(cnn, (8, 8), cfg["augmult"], fill=0.0, channels_first=True)
         return nn.Sequential(nn.Unflatten(1, (1, 8, 8)), cnn)
-    k = cfg.get("pca", 0)
-    d = k if k else 64
+    k, gamma = cfg.get("pca", 0), cfg.get("kernel", 0)
+    d = k if k else len(x_public) if gamma else 64
     head = make_logistic_regression(d, 10) if cfg["model"] == "logreg" else \
         make_mlp(d, 10, (64,), seed=seed)
-    model = nn.Sequential(PublicPCA(x_public, k), head) if k else head
+    model = nn.Sequential(PublicPCA(x_public, k), head) if k else \
+        nn.Sequential(PublicKernelFeatures(x_public, gamma), head) if gamma else head
     return AugMult(model, (8, 8), cfg["augmult"], fill=0.0) if cfg.get("augmult") else model
 
 
@@ -126,8 +133,9 @@ def pretrain(model: nn.Module, cfg: dict, public: tuple, seed: int) -> None:
     """Non-private training on PUBLIC images and labels (fixed recipe: q = 0.25, 100 epochs,
     lr 0.5 for logistic regression and 0.1 for the MLP and the CNN — chosen by cross-validation
     on the public split). Cached: the same (model, public set, seed) is pretrained once."""
-    key = (repr({k: v for k, v in cfg.items() if k in ("model", "pca", "augmult")}), seed,
-           len(public[1]), float(public[0].sum()))
+    key = (repr({k: v for k, v in cfg.items() if k in ("model", "pca", "kernel", "augmult")}),
+           seed, len(public[1]), float(public[0].sum()),
+           sum(float(b.double().sum()) for b in model.buffers()))     # the features' public fit
     if key not in _PRETRAINED:
         aug = bool(cfg.get("augmult"))
         train(model, public, sample_rate=0.25, lr=PRETRAIN_LR[cfg["model"]],
@@ -193,11 +201,11 @@ def main() -> None:
     if not args.recipes or "public data only" in args.recipes:
         # the bar every recipe using public data must clear: the public images alone, no DP
         scores = []
-        for model in ("logreg", "mlp"):
-            cfg, val = {"model": model}, []
+        for model, gamma in itertools.product(("logreg", "mlp"), (0, 0.5, 1.0)):
+            cfg, val = {"model": model, "kernel": gamma}, []
             for f in range(3):
                 tr = np.concatenate([folds[g] for g in range(3) if g != f])
-                m = build(cfg, 100 + f, public[0])
+                m = build(cfg, 100 + f, public[0][tr])
                 pretrain(m, cfg, (public[0][tr], public[1][tr]), 100 + f)
                 val.append(evaluate(m, public[0][folds[f]], public[1][folds[f]], device="cpu"))
             scores.append((statistics.mean(val), cfg))
@@ -209,12 +217,13 @@ def main() -> None:
             accs.append(evaluate(m, *test, device="cpu"))
         mean, sd = statistics.mean(accs), statistics.stdev(accs) if seeds > 1 else 0.0
         print(f"{'public data only':<14} {'ε = 0':<12} {100 * mean:5.1f} ± {100 * sd:3.1f} %  "
-              f"(public val {100 * best_val:5.1f} %; model={best['model']}; the public images "
+              f"(public val {100 * best_val:5.1f} %; model={best['model']}, kernel="
+              f"{best['kernel']}; the public images "
               "alone, no private data)", flush=True)
         out.append({"recipe": "public data only", "epsilon": 0.0, "test_accuracy_mean": mean,
                     "test_accuracy_std": sd, "test_accuracies": accs,
                     "public_val_accuracy": best_val, "config": best, "noise_multiplier": None,
-                    "steps": None, "epsilon_reached": 0.0, "grid_size": 2})
+                    "steps": None, "epsilon_reached": 0.0, "grid_size": len(scores)})
     for name, grid in recipes.items():
         configs = [dict(zip(grid, v)) for v in itertools.product(*grid.values())]
         for eps in EPSILONS:
@@ -227,7 +236,8 @@ def main() -> None:
                         pre, tr = folds[(f + 1) % 3], folds[(f + 2) % 3]
                     else:
                         pre, tr = None, np.concatenate([folds[g] for g in range(3) if g != f])
-                    val.append(run(cfg, eps, (public[0][tr], public[1][tr]), public[0], 100 + f,
+                    landmarks = public[0][np.concatenate([folds[g] for g in range(3) if g != f])]
+                    val.append(run(cfg, eps, (public[0][tr], public[1][tr]), landmarks, 100 + f,
                                    n_private, (public[0][va], public[1][va]),
                                    None if pre is None else (public[0][pre], public[1][pre]))[0])
                 scores.append((statistics.mean(val), cfg))

@@ -342,6 +342,11 @@ def transformer_specs() -> list[Spec]:
              args=(torch.randn(10, 4), 2),
              params=dict(x_public=[None, torch.randn(1, 4), torch.full((10, 4), NAN)],
                          components=[0, 10, 2.5], whiten=["yes", None])),
+        Spec("dplib.training.recipes.PublicKernelFeatures", lambda: TR.PublicKernelFeatures,
+             args=(torch.randn(10, 4), 0.5),
+             params=dict(x_public=[None, torch.zeros(0, 4), torch.full((10, 4), NAN),
+                                   torch.zeros(10, 4, dtype=torch.long)],
+                         gamma=[0.0, -1.0, INF, NAN, "a", None])),
         Spec("dplib.training.grads.cpu_chunk_size", lambda: TR.grads.cpu_chunk_size,
              args=(dict(lin.named_parameters()),), params=dict(params=[None, [1.0], {"w": 1}])),
     ]

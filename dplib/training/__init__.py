@@ -21,7 +21,7 @@
   (for the book).
 * :mod:`.recipes` — what narrows the gap to non-private training: augmentation multiplicity
   (:class:`AugMult`), parameter averaging (:class:`ExponentialAverage`, ``train(ema_decay=…)``)
-  and features fit on public data (:class:`PublicPCA`).
+  and features fit on public data (:class:`PublicPCA`, :class:`PublicKernelFeatures`).
 * :mod:`.models` — small models for the book (MLP, CNN with GroupNorm, logistic regression, a
   small transformer) and
   :func:`check_dp_compatible` (refuses batch normalisation).
@@ -66,7 +66,7 @@ _LAZY = {
     **dict.fromkeys(("load_speed_table", "format_speed_table", "speed_ratios",
                      "load_utility_table", "utility_accuracy"), "benchmark_tables"),
     **dict.fromkeys(("AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA",
-                     "shift_copies"), "recipes"),
+                     "PublicKernelFeatures", "shift_copies"), "recipes"),
 }
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
@@ -81,7 +81,8 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "BroadcastPrivatizer", "train_distributed", "train_models_distributed",
            "load_speed_table", "format_speed_table", "speed_ratios", "load_utility_table",
            "utility_accuracy",
-           "AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA", "shift_copies"]
+           "AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA",
+           "PublicKernelFeatures", "shift_copies"]
 
 
 def __getattr__(name: str) -> object:

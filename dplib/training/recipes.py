@@ -9,6 +9,9 @@
 * :class:`PublicPCA` — features fit on PUBLIC data only (Tramèr & Boneh 2021: DP learning on
   fixed features, hand-crafted or learnt from public data, needs far less noise-robustness than
   end-to-end DP training): a projection onto the top principal components of a public sample.
+* :class:`PublicKernelFeatures` — features from PUBLIC data again: the Gaussian-kernel
+  similarities of an input to each public example (the empirical kernel map of Schölkopf et al.
+  1999), normalised to unit length.
 * :func:`shift_copies` — the deterministic augmentations used with :class:`AugMult` on small
   images: the identity and the one-pixel shifts, filled with a constant.
 """
@@ -23,7 +26,7 @@ from torch import nn
 from .._validate import check_int, check_real
 
 __all__ = ["shift_copies", "AugMult", "augmult_cross_entropy", "ExponentialAverage",
-           "PublicPCA"]
+           "PublicPCA", "PublicKernelFeatures"]
 
 _SHIFTS = {5: ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)),
            9: ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1))}
@@ -221,3 +224,43 @@ class PublicPCA(nn.Module):
             raise ValueError(f"x must be a tensor [..., {self.projection.shape[0]}], got "
                              f"{getattr(x, 'shape', type(x).__name__)}")
         return (x - self.mean) @ self.projection
+
+
+class PublicKernelFeatures(nn.Module):
+    """Features from PUBLIC data only: an input's Gaussian-kernel similarities to each of m public
+    examples z_1..z_m, scaled to unit Euclidean length,
+
+        φ(x) = k(x) / ‖k(x)‖₂,   k_j(x) = exp(−γ ‖x − z_j‖²).
+
+    The unnormalised k is the empirical kernel map with regard to the public sample (Schölkopf,
+    Mika, Burges, Knirsch, Müller, Rätsch & Smola 1999, Sec. II): a linear model on it is a
+    kernel machine whose expansion points are public. As with :class:`PublicPCA`, the map is a
+    public constant (buffers, no parameters; Tramèr & Boneh 2021 on fixed features), so applying
+    it to private data costs no privacy. The normalisation is our choice: every input, however far
+    from the public images, gets a feature vector of norm 1 (its nearest public example has the
+    largest share), so a linear head's per-example gradient is bounded by the loss alone; it is
+    computed from the log-similarities in float64, so no finite row underflows to 0/0 (a row with
+    inf or NaN gives NaN, which the trainers drop like any non-finite gradient). ``gamma`` > 0 is
+    the kernel's inverse squared length scale (in the inputs' units). ``feats(X)`` → [B, m].
+    """
+
+    def __init__(self, x_public: torch.Tensor, gamma: float) -> None:
+        super().__init__()
+        if not isinstance(x_public, torch.Tensor) or x_public.dim() != 2 or x_public.shape[0] < 1:
+            raise ValueError(f"x_public must be a tensor [m, d] with m >= 1, got "
+                             f"{getattr(x_public, 'shape', type(x_public).__name__)}")
+        if not x_public.is_floating_point() or not bool(torch.isfinite(x_public).all()):
+            raise ValueError("x_public must be a finite floating-point tensor")
+        self.gamma = check_real("gamma", gamma, low=0.0)
+        self.register_buffer("landmarks", x_public.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = self.landmarks.shape[1]
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != d:
+            raise ValueError(f"x must be a tensor [B, {d}], got "
+                             f"{getattr(x, 'shape', type(x).__name__)}")
+        z = self.landmarks.double()
+        sq = torch.cdist(x.double(), z).square()      # [B, m]; finite for any finite float32 row
+        logk = -self.gamma * sq
+        k = torch.exp(logk - logk.amax(dim=1, keepdim=True))   # the nearest gets 1: no 0/0
+        return (k / k.norm(dim=1, keepdim=True)).to(x.dtype)

@@ -12,8 +12,8 @@ from torch import nn
 
 from dplib.training import (clipped_grad_sum, ghost_clipped_grad_sum, make_cnn,
                             make_logistic_regression, make_mlp, per_example_grads, train)
-from dplib.training.recipes import (AugMult, ExponentialAverage, PublicPCA,
-                                    augmult_cross_entropy, shift_copies)
+from dplib.training.recipes import (AugMult, ExponentialAverage, PublicKernelFeatures,
+                                    PublicPCA, augmult_cross_entropy, shift_copies)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -223,6 +223,57 @@ def test_public_pca_refuses_bad_input(kw, match):
 def test_public_pca_refuses_wrong_width():
     with pytest.raises(ValueError, match="x must be"):
         PublicPCA(torch.randn(20, 10), 3)(torch.zeros(4, 9))
+
+
+def test_public_kernel_features_match_the_formula_and_have_unit_norm():
+    g = torch.Generator().manual_seed(11)
+    z, x = torch.rand(40, 6, generator=g), torch.rand(9, 6, generator=g)
+    feats = PublicKernelFeatures(z, 0.7)
+    k = torch.exp(-0.7 * ((x[:, None, :] - z[None]) ** 2).sum(-1).double())   # by hand
+    assert torch.allclose(feats(x).double(), k / k.norm(dim=1, keepdim=True), atol=1e-6)
+    assert torch.allclose(feats(x).norm(dim=1), torch.ones(9), atol=1e-6)
+    own = feats(z[:3])          # a public image is closest to itself: its own feature is largest
+    assert torch.equal(own.argmax(dim=1), torch.arange(3))
+    assert list(feats.parameters()) == []                      # a public constant
+
+
+def test_public_kernel_features_survive_hostile_rows():
+    """Far from every public image, k underflows to 0 in any precision; the features must still be
+    finite with norm 1 (no 0/0). Only a non-finite row gives NaN, which training drops."""
+    z = torch.rand(20, 4, generator=torch.Generator().manual_seed(12))
+    x = torch.tensor([[1e30, 0, 0, 0], [-3e38, 3e38, 0, 1], [50.0, 50, 50, 50],
+                      [math.inf, 0, 0, 0]])
+    out = PublicKernelFeatures(z, 10.0)(x)
+    assert bool(torch.isfinite(out[:3]).all())
+    assert torch.allclose(out[:3].norm(dim=1), torch.ones(3), atol=1e-6)
+    assert bool(torch.isnan(out[3]).all())
+
+
+def test_public_kernel_features_train_privately_without_learning_from_private_data():
+    xp, _ = images(30, seed=6)
+    feats = PublicKernelFeatures(xp.float(), 0.5)
+    before = feats.landmarks.clone()
+    x, y = images(50, seed=8)
+    model = nn.Sequential(feats, make_logistic_regression(30, 10))
+    res = train(model, (x.float(), y), sample_rate=0.5, lr=0.5, steps=5,
+                target_epsilon=1.0, ghost=True, seed=0)
+    assert math.isclose(res.epsilon, 1.0, rel_tol=1e-2)
+    assert torch.equal(feats.landmarks, before)
+    grads, norms, _ = clipped_grad_sum(model, F.cross_entropy, x[:8].float(), y[:8], 1.0)
+    ghost, gnorms, _ = ghost_clipped_grad_sum(model, F.cross_entropy, x[:8].float(), y[:8], 1.0)
+    assert torch.allclose(norms, gnorms, atol=1e-5)
+    assert all(torch.allclose(grads[k], ghost[k], atol=1e-5) for k in grads)
+
+
+@pytest.mark.parametrize("kw,match", [(dict(gamma=0.0), "gamma"), (dict(gamma=math.inf), "gamma"),
+                                      (dict(x_public=torch.zeros(0, 10)), "x_public"),
+                                      (dict(x_public=torch.full((5, 10), math.nan)), "x_public")])
+def test_public_kernel_features_refuse_bad_input(kw, match):
+    args = dict(x_public=torch.randn(20, 10), gamma=0.5) | kw
+    with pytest.raises(ValueError, match=match):
+        PublicKernelFeatures(**args)
+    with pytest.raises(ValueError, match="x must be"):
+        PublicKernelFeatures(torch.randn(20, 10), 0.5)(torch.zeros(4, 9))
 
 
 class _Shapes(nn.Module):
