@@ -37,7 +37,7 @@ of 16 and 32 channels, GroupNorm, tanh, global average pooling), alone, with aug
 multiplicity (a convolution is shift-invariant, a linear layer on pixels is not), and with
 public pretraining (q = 0.25, 100 epochs, lr 0.1) + EMA. Weight standardisation (De et al.
 2022) is not tried: it is a recipe for deep convolutional networks.
-Runtime: about 8 minutes on one CPU thread, and 11 more for the three CNN rows (``--quick``:
+Runtime: about 6 minutes on one CPU thread, and 11 more for the three CNN rows (``--quick``:
 2 seeds, smaller grids).
 """
 from __future__ import annotations

@@ -233,7 +233,7 @@ class PublicKernelFeatures(nn.Module):
         φ(x) = k(x) / ‖k(x)‖₂,   k_j(x) = exp(−γ ‖x − z_j‖²).
 
     The unnormalised k is the empirical kernel map with regard to the public sample (Schölkopf,
-    Mika, Burges, Knirsch, Müller, Rätsch & Smola 1999, Sec. II): a linear model on it is a
+    Mika, Burges, Knirsch, Müller, Rätsch & Smola 1999): a linear model on it is a
     kernel machine whose expansion points are public. As with :class:`PublicPCA`, the map is a
     public constant (buffers, no parameters; Tramèr & Boneh 2021 on fixed features), so applying
     it to private data costs no privacy. The normalisation is our choice: every input, however far
