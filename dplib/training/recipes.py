@@ -233,34 +233,50 @@ class PublicKernelFeatures(nn.Module):
         φ(x) = k(x) / ‖k(x)‖₂,   k_j(x) = exp(−γ ‖x − z_j‖²).
 
     The unnormalised k is the empirical kernel map with regard to the public sample (Schölkopf,
-    Mika, Burges, Knirsch, Müller, Rätsch & Smola 1999): a linear model on it is a
-    kernel machine whose expansion points are public. As with :class:`PublicPCA`, the map is a
-    public constant (buffers, no parameters; Tramèr & Boneh 2021 on fixed features), so applying
-    it to private data costs no privacy. The normalisation is our choice: every input, however far
-    from the public images, gets a feature vector of norm 1 (its nearest public example has the
-    largest share), so a linear head's per-example gradient is bounded by the loss alone; it is
-    computed from the log-similarities in float64, so no finite row underflows to 0/0 (a row with
-    inf or NaN gives NaN, which the trainers drop like any non-finite gradient). ``gamma`` > 0 is
-    the kernel's inverse squared length scale (in the inputs' units). ``feats(X)`` → [B, m].
+    Mika, Burges, Knirsch, Müller, Rätsch & Smola 1999): a linear model on φ is a kernel machine
+    (for the kernel k(x, y)/(‖k(x)‖‖k(y)‖), still positive definite) whose expansion points are
+    public. As with :class:`PublicPCA`, the map is a public constant (buffers, no parameters;
+    Tramèr & Boneh 2021 on fixed features), so applying it to private data costs no privacy.
+
+    The normalisation is our choice, not a privacy requirement (clipping bounds every record
+    anyway): every input, however far from the public images, gets a feature vector of norm 1
+    instead of one of almost 0, so every record's gradient is on the same scale (for a softmax
+    head with a bias, ‖∇‖ ≤ ‖p − e_y‖·√(‖φ‖² + 1) ≤ 2). The common factor exp(−γ‖x‖²) cancels,
+    so it is never formed: with s_j = ‖z_j‖² − 2⟨x, z_j⟩ minus its row minimum, in float64,
+    φ ∝ exp(−γ s) has its largest entry, 1, at the nearest public example, for any finite row
+    and any γ (an inf or NaN row gives NaN; :func:`~dplib.training.train` refuses such data and
+    the gradient functions drop such an example). ``gamma`` > 0 is the kernel's inverse squared
+    length scale, in the inputs' units. ``feats(X)`` → [B, m], in X's dtype.
     """
 
     def __init__(self, x_public: torch.Tensor, gamma: float) -> None:
         super().__init__()
-        if not isinstance(x_public, torch.Tensor) or x_public.dim() != 2 or x_public.shape[0] < 1:
-            raise ValueError(f"x_public must be a tensor [m, d] with m >= 1, got "
-                             f"{getattr(x_public, 'shape', type(x_public).__name__)}")
-        if not x_public.is_floating_point() or not bool(torch.isfinite(x_public).all()):
-            raise ValueError("x_public must be a finite floating-point tensor")
+        if not isinstance(x_public, torch.Tensor):
+            raise ValueError(f"x_public must be a torch.Tensor [m, d], got "
+                             f"{type(x_public).__name__}")
+        if x_public.dim() != 2 or min(x_public.shape) < 1:
+            raise ValueError(f"x_public must have shape [m, d] with m, d >= 1, got "
+                             f"{tuple(x_public.shape)}")
+        if not x_public.is_floating_point():
+            raise ValueError(f"x_public must be floating point, got dtype {x_public.dtype}")
+        bad = int((~torch.isfinite(x_public)).sum())
+        if bad:
+            raise ValueError(f"x_public must be finite, got {bad} inf or NaN entries")
         self.gamma = check_real("gamma", gamma, low=0.0)
         self.register_buffer("landmarks", x_public.detach().clone())
 
+    def extra_repr(self) -> str:
+        return f"public={self.landmarks.shape[0]}, gamma={self.gamma:g}"
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d = self.landmarks.shape[1]
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != d:
-            raise ValueError(f"x must be a tensor [B, {d}], got "
-                             f"{getattr(x, 'shape', type(x).__name__)}")
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != d \
+                or not x.is_floating_point():
+            raise ValueError(f"x must be a floating-point torch.Tensor [B, {d}], got "
+                             f"{type(x).__name__} {tuple(getattr(x, 'shape', ()))} "
+                             f"{getattr(x, 'dtype', '')}")
         z = self.landmarks.double()
-        sq = torch.cdist(x.double(), z).square()      # [B, m]; finite for any finite float32 row
-        logk = -self.gamma * sq
-        k = torch.exp(logk - logk.amax(dim=1, keepdim=True))   # the nearest gets 1: no 0/0
+        s = (z * z).sum(1) - 2.0 * (x.double() @ z.T)       # ‖x − z_j‖² − ‖x‖², [B, m]
+        s = s - s.amin(dim=1, keepdim=True)                   # ≥ 0; 0 at the nearest z_j
+        k = torch.exp(-self.gamma * s)
         return (k / k.norm(dim=1, keepdim=True)).to(x.dtype)

@@ -247,6 +247,19 @@ def test_public_kernel_features_survive_hostile_rows():
     assert bool(torch.isfinite(out[:3]).all())
     assert torch.allclose(out[:3].norm(dim=1), torch.ones(3), atol=1e-6)
     assert bool(torch.isnan(out[3]).all())
+    # far away, the nearest public example takes it all: as ‖x‖ → ∞ it is the one furthest
+    # along x's direction (‖x − z‖² = ‖x‖² − 2⟨x, z⟩ + ‖z‖²)
+    xd = x[:2].double()
+    assert torch.equal(out[:2].argmax(dim=1), (xd / xd.norm(dim=1, keepdim=True) @ z.double().T)
+                       .argmax(dim=1))
+    near = torch.cdist(x[2:3].double(), z.double(), compute_mode="donot_use_mm_for_euclid_dist")
+    assert int(out[2].argmax()) == int(near.argmin())
+    assert torch.allclose(out[:2].max(dim=1).values, torch.ones(2))
+    # float64 rows and γ near the top of the float64 range stay finite too
+    big = PublicKernelFeatures(z.double(), 1e308)(torch.tensor([[1e300, 0, 0, 0], [0.5] * 4],
+                                                               dtype=torch.float64))
+    assert bool(torch.isfinite(big).all()) and torch.allclose(big.norm(dim=1),
+                                                             torch.ones(2, dtype=torch.float64))
 
 
 def test_public_kernel_features_train_privately_without_learning_from_private_data():
@@ -267,13 +280,19 @@ def test_public_kernel_features_train_privately_without_learning_from_private_da
 
 @pytest.mark.parametrize("kw,match", [(dict(gamma=0.0), "gamma"), (dict(gamma=math.inf), "gamma"),
                                       (dict(x_public=torch.zeros(0, 10)), "x_public"),
-                                      (dict(x_public=torch.full((5, 10), math.nan)), "x_public")])
+                                      (dict(x_public=torch.zeros(5, 0)), "x_public"),
+                                      (dict(x_public=torch.zeros(5, 10, dtype=torch.long)),
+                                       "floating point"),
+                                      (dict(x_public=torch.full((5, 10), math.nan)),
+                                       "50 inf or NaN")])
 def test_public_kernel_features_refuse_bad_input(kw, match):
     args = dict(x_public=torch.randn(20, 10), gamma=0.5) | kw
     with pytest.raises(ValueError, match=match):
         PublicKernelFeatures(**args)
     with pytest.raises(ValueError, match="x must be"):
         PublicKernelFeatures(torch.randn(20, 10), 0.5)(torch.zeros(4, 9))
+    with pytest.raises(ValueError, match="x must be a floating-point"):
+        PublicKernelFeatures(torch.randn(20, 10), 0.5)(torch.zeros(4, 10, dtype=torch.long))
 
 
 class _Shapes(nn.Module):
