@@ -27,9 +27,11 @@ Recipes (rows): baseline (logistic regression or an MLP with 64 tanh units; q �
 300 steps); parameter averaging (debiased EMA of the iterates, free in privacy; De et al. 2022);
 augmentation multiplicity (K = 5 shifted copies, gradients averaged before clipping; De et al.
 2022); features from public data (PCA fit on the public images, or the normalised Gaussian-kernel
-similarities to each public image, γ ∈ {0.5, 1}; Tramèr & Boneh 2021); public
+similarities to each public image, γ ∈ {0.5, 1}, with up to 100 epochs; Tramèr & Boneh 2021);
+public
 pretraining (non-private training on the public images and labels, then DP-SGD from there;
-Tramèr & Boneh 2021); a combination (pretraining + EMA, on pixels or on kernel features); and,
+Tramèr & Boneh 2021); a combination (pretraining + EMA, on pixels or on kernel features with
+γ = 1); and,
 as the bar that every use of public data must clear, the model trained on the public images alone. Three
 more rows, run only when named (``--recipes "cnn,cnn + augmult,cnn + augmult + pretraining +
 EMA"``), use a small convolutional network (:func:`dplib.training.make_cnn`: two 3×3 convolutions
