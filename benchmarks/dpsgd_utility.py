@@ -22,23 +22,21 @@ search costs no privacy and the ε reported is that of the one released run.
    mean ± std over the seeds. Non-private rows: σ = 0 and C = ∞ on the same Poisson batches.
    Only these runs read private data, so the ε printed is the whole privacy cost.
 
-Recipes (rows): baseline (logistic regression or an MLP with 64 tanh units; q ∈ {0.25, 1};
-10–60 epochs; SGD with momentum 0.9, C = 1); large batches and long training (q = 1, 100 or
-300 steps); parameter averaging (debiased EMA of the iterates, free in privacy; De et al. 2022);
-augmentation multiplicity (K = 5 shifted copies, gradients averaged before clipping; De et al.
-2022); features from public data (PCA fit on the public images, or the normalised Gaussian-kernel
-similarities to each public image, γ ∈ {0.5, 1}, with up to 100 epochs; Tramèr & Boneh 2021);
-public
-pretraining (non-private training on the public images and labels, then DP-SGD from there;
-Tramèr & Boneh 2021); a combination (pretraining + EMA, on pixels or on kernel features with
-γ = 1); and,
-as the bar that every use of public data must clear, the model trained on the public images alone. Three
+Recipes (rows): baseline (logistic regression or an MLP with 64 tanh units; q ∈ {0.25, 1}; 10–60
+epochs; SGD with momentum 0.9, C = 1); large batches and long training (q = 1, 100 or 300 steps);
+parameter averaging (debiased EMA of the iterates, free in privacy; De et al. 2022); augmentation
+multiplicity (K = 5 shifted copies, gradients averaged before clipping; De et al. 2022); features
+from public data (PCA fit on the public images, or the normalised Gaussian-kernel similarities to
+each public image, γ ∈ {0.5, 1}, with up to 100 epochs; Tramèr & Boneh 2021); public pretraining
+(non-private training on the public images and labels, then DP-SGD from there; Tramèr & Boneh
+2021); a combination (pretraining + EMA, on pixels or on kernel features with γ = 1); and, as the
+bar that every use of public data must clear, the model trained on the public images alone. Three
 more rows, run only when named (``--recipes "cnn,cnn + augmult,cnn + augmult + pretraining +
 EMA"``), use a small convolutional network (:func:`dplib.training.make_cnn`: two 3×3 convolutions
 of 16 and 32 channels, GroupNorm, tanh, global average pooling), alone, with augmentation
-multiplicity (a convolution is shift-invariant, a linear layer on pixels is not), and with
-public pretraining (q = 0.25, 100 epochs, lr 0.1) + EMA. Weight standardisation (De et al.
-2022) is not tried: it is a recipe for deep convolutional networks.
+multiplicity (a convolution is shift-invariant, a linear layer on pixels is not), and with public
+pretraining (q = 0.25, 100 epochs, lr 0.1) + EMA. Weight standardisation (De et al. 2022) is not
+tried: it is a recipe for deep convolutional networks.
 Runtime: about 6 minutes on one CPU thread, and 11 more for the three CNN rows (``--quick``:
 2 seeds, smaller grids).
 """
