@@ -132,7 +132,8 @@ PRETRAIN_LR = {"logreg": 0.5, "mlp": 0.1, "cnn": 0.1}
 def pretrain(model: nn.Module, cfg: dict, public: tuple, seed: int) -> None:
     """Non-private training on PUBLIC images and labels (fixed recipe: q = 0.25, 100 epochs,
     lr 0.5 for logistic regression and 0.1 for the MLP and the CNN — chosen by cross-validation
-    on the public split). Cached: the same (model, public set, seed) is pretrained once."""
+    on the public split for pixel inputs, and reused untuned on PCA and kernel features).
+    Cached: the same (model, features, public set, seed) is pretrained once."""
     key = (repr({k: v for k, v in cfg.items() if k in ("model", "pca", "kernel", "augmult")}),
            seed, len(public[1]), float(public[0].sum()),
            sum(float(b.double().sum()) for b in model.buffers()))     # the features' public fit

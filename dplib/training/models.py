@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_int
+from ..device import release_generator
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "make_transformer", "TokenClassifier",
@@ -260,14 +261,16 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor) -> None:
     different model (each example normalised alone). The probe is synthetic — four random inputs
     of ``like``'s shape and dtype (tokens 0/1 for integer inputs), never the private data — run
     as a batch and one at a time, in eval mode (so dropout is off) and without gradients;
-    outputs must agree to float tolerance. A model whose mixing depends on the data's values
-    can evade a probe: read the model.
+    outputs must agree to float tolerance. The probe is drawn afresh from OS entropy on every
+    call (:func:`dplib.device.release_generator`), never from a fixed seed: a model written to
+    behave per-example on a known probe, and to mix the batch otherwise, would pass a fixed one.
+    A model whose mixing depends on the data's values can still evade a probe: read the model.
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(like, torch.Tensor) or like.dim() == 0:
         raise ValueError(f"like must be a torch tensor with a batch dimension, got {like!r}"[:300])
-    gen = torch.Generator().manual_seed(0)
+    gen = release_generator(None)      # fresh OS entropy: a fixed probe could be recognised
     shape = (4, *like.shape[1:])
     if like.is_floating_point():
         probe = torch.randn(shape, generator=gen, dtype=like.dtype)

@@ -18,7 +18,8 @@ from torch import nn
 
 from dplib.attacks import train_models_batched
 from dplib.encoding import GaussianNoise, build_codebook, train_encoded
-from dplib.training import (check_dp_compatible, clip_per_example, clipped_grad_sum,
+from dplib.training import (check_dp_compatible, check_examples_independent, clip_per_example,
+                            clipped_grad_sum,
                             ghost_clipped_grad_sum, make_logistic_regression, make_mlp,
                             noisy_gradient, per_example_grads, train)
 
@@ -361,6 +362,40 @@ def test_a_model_that_mixes_the_batch_is_refused_by_train():
     # per-example models pass the probe (GroupNorm, LayerNorm, dropout in train mode)
     ok = nn.Sequential(nn.Linear(5, 8), nn.LayerNorm(8), nn.Dropout(0.5), nn.Linear(8, 3))
     train(ok, (X, Y), seed=0, **RUN)
+
+
+class ProbeRecogniser(nn.Module):
+    """Mixes the batch unless a row equals a row of ``known`` (the probe it expects to see)."""
+
+    def __init__(self, known):
+        super().__init__()
+        self.known, self.lin, self.seen = known, nn.Linear(5, 3), []
+
+    def forward(self, x):
+        self.seen.append(x.detach().clone())
+        if any(torch.equal(r, k) for r in x for k in self.known):
+            return self.lin(x)
+        return self.lin((x - x.mean(0, keepdim=True)) * 10)
+
+
+def test_the_independence_probe_is_fresh_so_a_model_cannot_recognise_it():
+    """A probe drawn from a fixed seed is known to whoever writes the model: this one behaves
+    per-example on the probe of seed 0 (what the check used to draw) and mixes the batch on
+    the data. Fresh probes defeat it, and two checks never see the same probe."""
+    old_probe = torch.randn((4, 5), generator=torch.Generator().manual_seed(0))
+    model = ProbeRecogniser(old_probe)
+    x = torch.tensor(X[:20])
+    for ghost in (False, True):
+        with pytest.raises(ValueError, match="depends on the other examples"):
+            train(model, (X, Y), seed=0, ghost=ghost, **RUN)
+    spy = ProbeRecogniser(old_probe)
+    spy.known = torch.zeros(0, 5)       # recognises nothing; per-example once lin is the identity
+    spy.forward = lambda t: (spy.seen.append(t.detach().clone()), t)[1]
+    check_examples_independent(spy, x)
+    check_examples_independent(spy, x)
+    first, second = spy.seen[0], spy.seen[5]          # each call: the batch, then 4 single rows
+    assert first.shape == second.shape == (4, 5) and not torch.equal(first, second)
+    assert not any(torch.equal(s, old_probe) for s in spy.seen)
 
 
 def test_a_clipping_norm_whose_sum_could_overflow_is_refused_up_front():
