@@ -122,3 +122,20 @@ def test_the_encoding_privatizer_refuses_a_stack_of_generators_clearly():
     priv = EncodingPrivatizer(book, GaussianNoise(1.0), denoise=False)
     with pytest.raises(ValueError, match="generator must be one torch.Generator"):
         priv.add_noise({"flat": torch.zeros(4)}, [torch.Generator(), torch.Generator()])
+
+
+def test_no_generator_in_dplib_is_seeded_with_a_literal():
+    """A generator seeded with a constant inside the library is known to everyone: noise drawn
+    from it is no noise, and a check probing with it can be recognised (the batch-independence
+    probe once used seed 0). Seeds come from the caller or from fresh OS entropy."""
+    import re
+    from pathlib import Path
+
+    import dplib
+    root = Path(dplib.__file__).parent
+    pattern = re.compile(r"(manual_seed|default_rng|RandomState|Random|PCG64|seed)\(\s*\d+\s*\)")
+    hits = [f"{p.relative_to(root)}:{i}: {line.strip()}"
+            for p in sorted(root.rglob("*.py")) if "testing" not in p.parts
+            for i, line in enumerate(p.read_text().splitlines(), 1)
+            if pattern.search(line) and not line.lstrip().startswith("#")]
+    assert hits == []
