@@ -29,6 +29,10 @@ Fixes for what the site checks of tests/site found on the site built by Jupyter 
 * **A drawer that stays open.** On a phone the menu and the contents open as a modal drawer,
   which stayed open over the page after one of its section links was followed.
   ``static/dpbook.js`` closes it.
+* **Pages wider than a phone.** Sphinx keeps each word of inline code on one line, so a long
+  name or URL in running text, and the generated index of theorems, made the page wider than a
+  390 px screen and the reader panned sideways. ``static/dpbook.css`` lets inline code break
+  where it must and scrolls the index table in its own box.
 * **No favicon.** Browsers then ask for ``/favicon.ico``, a 404 in the console of every page.
   ``static/favicon.svg`` is the site's icon unless ``html.favicon`` is set; the site's root
   ``index.html``, which only sends the browser on to the first page (sphinx-external-toc writes
@@ -143,14 +147,15 @@ def _root_redirect(app, exception) -> None:
     """Write the root index.html that sends the browser to the first page, naming the icon.
 
     Runs before sphinx-external-toc's own ``build-finished`` handler, which then finds the file
-    there and leaves it.
+    there and leaves it. The icon's name comes from the configuration, not from the builder's
+    page context: a rebuild with nothing out of date never makes that context.
     """
     if exception is not None or app.builder.name != "html" or app.config.root_doc == "index":
         return
     first = html.escape(f"{app.config.root_doc}.html", quote=True)
-    icon = app.builder.globalcontext.get("favicon_url") or ""  # a file name in _static, or a URL
+    icon = app.config.html_favicon or ""       # a path or a URL; the file is copied to _static
     if icon and not isurl(icon):
-        icon = f"_static/{icon}"
+        icon = f"_static/{Path(icon).name}"
     icon_link = f'<link rel="icon" href="{html.escape(icon, quote=True)}">' if icon else ""
     title = html.escape(app.config.html_title or app.config.project)
     Path(app.outdir, "index.html").write_text(
@@ -167,6 +172,7 @@ def setup(app) -> dict[str, Any]:
     os.environ.setdefault("DPBOOK_WIDGET_FRAMES", "1")
     app.add_search_language(SearchEnglishFolded)
     app.add_js_file("dpbook.js")
+    app.add_css_file("dpbook.css")
     app.connect("build-finished", _root_redirect, priority=400)
     app.connect("config-inited", _theme_defaults)
     # After the post-transforms (which write the bibliography), before the page is indexed.

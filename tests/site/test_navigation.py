@@ -71,6 +71,22 @@ _SETTLED = """
 """
 
 
+# The page's width, and the elements that stick out of the viewport without an ancestor that
+# scrolls or clips them (what makes the browser widen the page; a drawer parked off-screen,
+# position: fixed, does not).
+_TOO_WIDE = """
+const held = e => { for (let a = e; a; a = a.parentElement) { const s = getComputedStyle(a);
+    if (s.position === "fixed" || (a !== e && ["auto", "scroll", "hidden", "clip"].includes(
+      s.overflowX))) return true; }
+  return false; };
+const wide = [...document.querySelectorAll("body *")].filter(e => {
+    const r = e.getBoundingClientRect(); return r.width > 0 && r.right > arguments[0] + 0.5
+      && !held(e); }).slice(0, 5).map(e => `<${e.tagName.toLowerCase()} class="${e.className}">`
+      + ` ${(e.textContent || "").trim().slice(0, 60)}`);
+return [document.documentElement.scrollWidth, wide];
+"""
+
+
 def _load(browser, url: str) -> None:
     """Open ``url`` and wait until its math is typeset and its fonts loaded: the page's layout
     has settled, as it has before a reader reaches for a menu."""
@@ -272,3 +288,8 @@ def test_page_loads_on_a_phone_without_console_errors(phone_browser, site_url, p
     assert "404" not in browser.title, f"{page} did not load"
     severe = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert not severe, f"{page} on a phone: console errors:\n  " + "\n  ".join(severe)
+    # Nothing wider than the phone outside a box that scrolls on its own (code, tables, display
+    # math): else the browser widens the whole page and the reader pans sideways to read a line.
+    width, wide = browser.execute_script(_TOO_WIDE, PHONE[0])
+    assert width == PHONE[0], \
+        f"{page} on a phone is {width} px wide (viewport {PHONE[0]}); too wide: {wide}"
