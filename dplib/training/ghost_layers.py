@@ -8,6 +8,8 @@ the model, checks it, and calls these per layer; the formulas and numerics are d
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -85,11 +87,44 @@ def _conv_per_example(module, x: torch.Tensor, gout: torch.Tensor) -> torch.Tens
     return gw.view(b, *w.shape)
 
 
+def _gamma(n: int, dtype: torch.dtype) -> float:
+    """γ_n = n·u/(1 − n·u), u = eps/2 of ``dtype``: the relative error bound of a dot product of
+    length n in floating point (Higham 2002, *Accuracy and Stability of Numerical Algorithms*,
+    Sec. 3.1); ∞ when n·u ≥ 1."""
+    nu = n * torch.finfo(dtype).eps / 2
+    return nu / (1 - nu) if nu < 1 else math.inf
+
+
+def _rounding_slack(a: torch.Tensor, g: torch.Tensor, dot_a: int, dot_g: int,
+                    terms: int) -> torch.Tensor:
+    """An upper bound on the rounding error of a Gram-form squared norm, per example (float64
+    [B]), so that a norm computed by cancellation is never smaller than the true one.
+
+    The Gram form sums products Â_ts·Ĝ_ts of dot products of length ``dot_a`` and ``dot_g``
+    computed in the tensors' dtype: |Â_ts − A_ts| ≤ γ‖a_t‖‖a_s‖ (Higham 2002, Sec. 3.1), likewise
+    for G, so the sum is off by at most (γ_a + γ_g + γ_aγ_g + γ⁶⁴_terms)·U², with
+    U = Σ_t ‖a_t‖‖g_t‖ (per group, squared and summed), the triangle-inequality bound on the
+    gradient's norm. A factor 2 covers the rounding of U itself. Without it, a record whose
+    positions cancel exactly (a 10¹² input at two positions with output gradients 1 and
+    −(1 + 2⁻²⁰)) has a float32 Gram norm of 0 while its true gradient norm is 3.9·10⁶: the
+    record would not be clipped at all. Where γ ≥ 1 (very low precision) the slack is at least
+    U², so the bound falls back to the triangle inequality."""
+    na = torch.linalg.vector_norm(a, dim=-1).double()
+    ng = torch.linalg.vector_norm(g, dim=-1).double()
+    u = (na * ng).sum(-1)                                   # [B, groups]
+    k = _gamma(dot_a, a.dtype) + _gamma(dot_g, g.dtype)
+    k = 2 * (k + k * k + _gamma(terms, torch.float64))
+    return min(k, 2.0) * u.pow(2).flatten(1).sum(1)
+
+
 def _gram_sq(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """Σ_{t,s} (a_tᵀa_s)(g_tᵀg_s) per example (float64 [B]) for a: [B, G, T, I], g: [B, G, T, O];
-    the two Gram matrices are formed in the tensors' dtype and multiplied in float64."""
+    """Σ_{t,s} (a_tᵀa_s)(g_tᵀg_s) per example (float64 [B]) for a: [B, G, T, I], g: [B, G, T, O],
+    plus its rounding bound (:func:`_rounding_slack`): never below the true squared norm. The two
+    Gram matrices are formed in the tensors' dtype and multiplied in float64."""
     gram = (a @ a.transpose(-1, -2)).double() * (g @ g.transpose(-1, -2)).double()
-    return gram.sum((1, 2, 3)).clamp_min(0.0)               # ≥ 0 up to rounding
+    t = a.shape[-2]
+    return gram.sum((1, 2, 3)).clamp_min(0.0) + _rounding_slack(
+        a, g, a.shape[-1], g.shape[-1], a.shape[1] * t * t)
 
 
 def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, torch.Tensor]:
@@ -204,8 +239,11 @@ def prepare_layer(module: nn.Module, x: torch.Tensor, gout: torch.Tensor,
         gs, sg = _rescaled(gout.reshape(b, idx.shape[1], -1))
         if module.padding_idx is not None:     # the padding row receives no gradient
             gs = gs * (idx != module.padding_idx).unsqueeze(-1).to(gs.dtype)
-        same = (idx.unsqueeze(2) == idx.unsqueeze(1)).to(gs.dtype)          # [B, T, T]
-        hat = (same * (gs @ gs.transpose(1, 2))).sum((1, 2)).double().clamp_min(0.0)
+        same = (idx.unsqueeze(2) == idx.unsqueeze(1)).double()              # [B, T, T]
+        t = idx.shape[1]
+        hat = (same * (gs @ gs.transpose(1, 2)).double()).sum((1, 2)).clamp_min(0.0) \
+            + _rounding_slack(gs.unsqueeze(1), torch.ones_like(gs[..., :1]).unsqueeze(1),
+                              gs.shape[-1], 1, t * t)   # tokens: U = Σ_t ‖g_t‖
         return {"idx": idx, "g": gs, "sg": sg}, sg.pow(2) * hat
     # GroupNorm / LayerNorm: per-example gradients of the affine parameters are small; form them
     if isinstance(module, nn.GroupNorm):
