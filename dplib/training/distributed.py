@@ -221,7 +221,7 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
             raise ValueError(f"ghost must be True or False, got {ghost!r}")
         _shard_size(shard, rank)
         x, y = as_tensors(shard, "shard", finite=True)
-        check_examples_independent(model, x)
+        check_examples_independent(model, x, layers=ghost)
         sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T,
                                          accountant)
         vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",

@@ -45,12 +45,16 @@ of a supported layer that overrides ``forward``, a layer input or output modifie
 afterwards (``nn.ReLU(inplace=True)``), ``nn.Embedding(max_norm=…)`` (an in-place,
 un-noised change of the weights during the forward pass), ``nn.Embedding(sparse=True)``, a
 convolution with string padding or a ``padding_mode`` other than ``'zeros'``, a trainable
-parameter outside :data:`GHOST_LAYERS` or named other than weight and bias, and a layer whose
-row count differs from the number of examples (augmented copies, a sequence-first layout).
+parameter outside :data:`GHOST_LAYERS` or named other than weight and bias, a layer whose
+row count differs from the number of examples (augmented copies, a sequence-first layout), a
+loss that is not one scalar per example, a forward or backward hook on a recorded layer (the
+model's own or a global one), and a custom ``torch.autograd.Function`` anywhere in the graph
+(its backward could mix the batch where no forward probe sees it).
 Every layer's input and output must have the example index first, one row per example — a
 sequence-first [T, B, …] layout with T equal to the batch size cannot be told apart and must
 not be used — and the model must not mix examples (:func:`~dplib.training.train` checks this
-on a synthetic probe, :func:`~dplib.training.check_examples_independent`).
+on a synthetic probe, :func:`~dplib.training.check_examples_independent` with ``layers=True``:
+every layer's rows, in eval and training mode).
 """
 from __future__ import annotations
 
@@ -58,6 +62,7 @@ from typing import Callable
 
 import torch
 from torch import nn
+from torch.autograd.function import BackwardCFunction
 
 from .ghost_layers import ClipFactors, layer_clipped_sum, layer_path, prepare_layer, use_gram
 from .grads import check_batch, check_max_grad_norm, clip_factors, per_example_losses
@@ -124,7 +129,9 @@ def _check_graph(losses: torch.Tensor, mods, records, trainable: dict[int, str])
     straight to its input (the layer's own use of its parameters is what the ghost norm
     accounts for). A parameter met on that walk is used elsewhere too — reused through
     ``F.linear``, tied to another layer, or in the loss — and its per-example gradient is then
-    not the one the ghost norm computed."""
+    not the one the ghost norm computed. A custom ``torch.autograd.Function`` met on the walk is
+    refused too: its backward is arbitrary code, and one that depends on the batch mixes the
+    examples' output gradients where no forward probe can see it."""
     jump = {}
     for name, _ in mods:
         rec = records[name]
@@ -139,6 +146,12 @@ def _check_graph(losses: torch.Tensor, mods, records, trainable: dict[int, str])
         if node in jump:
             stack.append(jump[node])
             continue
+        if isinstance(node, BackwardCFunction):
+            raise ValueError(
+                f"the model applies a custom torch.autograd.Function ({type(node).__name__}): "
+                "its backward is code the ghost path cannot check, and one that depends on the "
+                "batch (a forward probe cannot see it) would mix the examples' gradients. Use "
+                "ghost=False (per-example gradients by vmap).")
         var = getattr(node, "variable", None)
         if var is not None and id(var) in trainable:
             raise ValueError(
@@ -149,6 +162,30 @@ def _check_graph(losses: torch.Tensor, mods, records, trainable: dict[int, str])
         stack.extend(fn for fn, _ in node.next_functions)
 
 
+def _refuse_hooks(mods) -> None:
+    """Refuse forward or backward hooks on a layer the ghost path records (the model's own, or
+    global module hooks): a forward hook replaces the layer's output with something the layer's
+    weight alone did not compute — possibly using another layer's weight — and the graph walk
+    (:func:`_check_graph`) jumps over it; a backward hook changes the gradients the norms are
+    taken of. Hooks elsewhere in the model are ordinary code in the graph and are checked."""
+    from torch.nn.modules import module as _m
+    global_hooks = [h for h in ("_global_forward_hooks", "_global_backward_hooks",
+                                "_global_backward_pre_hooks") if getattr(_m, h, None)]
+    if global_hooks:
+        raise ValueError(f"ghost=True cannot run with global module hooks registered "
+                         f"({', '.join(global_hooks)}, torch.nn.modules.module): they change what each layer outputs or "
+                         "back-propagates. Remove them or use ghost=False.")
+    for name, m in mods:
+        hooks = [h[1:-1].replace("_", " ") for h in ("_forward_hooks_", "_backward_hooks_",
+                                                       "_backward_pre_hooks_")
+                 if getattr(m, h[:-1], None)]
+        if hooks:
+            raise ValueError(f"layer {name!r} has its own {', '.join(hooks)}: a hook changes what "
+                             "the layer outputs or back-propagates, which the ghost norms do not "
+                             "see. Remove the hook or use ghost=False (per-example gradients by "
+                             "vmap).")
+
+
 def _forward_recorded(model, loss_fn, x, y):
     """Per-example losses, with each trainable layer's (input, output) recorded and checked:
     each layer ran once, neither its input nor its output was modified in place afterwards
@@ -156,6 +193,7 @@ def _forward_recorded(model, loss_fn, x, y):
     the gradient saw), and no trainable parameter is used outside its layer
     (:func:`_check_graph`)."""
     mods = _trainable_modules(model)
+    _refuse_hooks(mods)
     records: dict[str, list] = {name: [] for name, _ in mods}
     handles = []
     for name, m in mods:
@@ -170,8 +208,12 @@ def _forward_recorded(model, loss_fn, x, y):
     finally:
         for h in handles:
             h.remove()
+    if losses.shape != (x.shape[0],):
+        raise ValueError(f"ghost norms need one scalar loss per example, shape [{x.shape[0]}]; "
+                         f"loss_fn gave per-example losses of shape {list(losses.shape)} (a loss "
+                         "that returns a [1]-shaped or per-position value). Return a scalar.")
     for name, rec in records.items():
-        if len(rec) == 1 and losses.dim() == 1 and rec[0]["in"].dim() \
+        if len(rec) == 1 and rec[0]["in"].dim() \
                 and {rec[0]["in"].shape[0], rec[0]["out"].shape[0]} != {losses.shape[0]}:
             raise ValueError(
                 f"ghost norms need every layer to see one row per example; {name!r} saw "

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_int
+from .._validate import check_bool, check_int
 from ..device import release_generator
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
@@ -219,7 +219,8 @@ def _state(model: nn.Module) -> dict:
     for name, m in model.named_modules(remove_duplicate=False):
         for k, v in vars(m).items():
             if k not in ("_parameters", "_buffers", "_modules"):
-                out[("attribute", f"{name}.{k}" if name else k)] = (id(v), None)
+                out[("attribute", f"{name}.{k}" if name else k)] = (
+                    id(v), v._version if isinstance(v, torch.Tensor) else None)
     return out
 
 
@@ -230,10 +231,13 @@ def forward_must_not_mutate(model: nn.Module) -> Iterator[None]:
     DP-SGD privatises the gradient, and only the gradient: a module that writes to a parameter,
     a buffer or an attribute during the forward pass (a running statistic, an in-place
     renormalisation, a cache of the last input) releases that write with the model, un-noised.
-    Every in-place write bumps a tensor's version counter and every assignment replaces an
-    object, so both are caught by comparing the state before and after. Not caught: mutation
-    inside a Python container held by a module (e.g. ``self.log.append(x)``) — do not release a
-    model object whose class does that; release its ``state_dict()``.
+    Every in-place write bumps a tensor's version counter (of a parameter, a buffer, or a
+    tensor held as a plain attribute) and every assignment replaces an object, so both are caught
+    by comparing the state before and after. Not caught: mutation inside a Python container held
+    by a module (e.g. ``self.log.append(x)``), and writes that bypass the version counter —
+    through ``.data``, a NumPy view, or a global variable. These are deliberate code, not slips;
+    no check of the model's state can stop code in ``forward`` that sets out to copy the data
+    somewhere: read the model before training it on private data.
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -251,7 +255,45 @@ def forward_must_not_mutate(model: nn.Module) -> Iterator[None]:
             "when called (e.g. no running statistics, nn.Embedding without max_norm).")
 
 
-def check_examples_independent(model: nn.Module, like: torch.Tensor) -> None:
+#: Torch's layers that are random in training mode; the training-mode probe holds them in eval
+#: mode (their randomness is per element, and it would make a batch differ from its examples).
+_RANDOM_IN_TRAINING = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+                       nn.FeatureAlphaDropout, nn.RReLU)
+
+
+def _probe_run(model: nn.Module, probe: torch.Tensor, layers: bool) -> tuple[list, list]:
+    """(outputs, layer rows) of the probe run as one batch and one example at a time: the model's
+    output, and with ``layers`` each trainable layer's input and output at every call."""
+    rows: list[list[torch.Tensor]] = []
+    handles = []
+    if layers:
+        for m in model.modules():
+            if any(p.requires_grad for p in m.parameters(recurse=False)):
+                handles.append(m.register_forward_hook(
+                    lambda mod, inp, out: rows[-1].extend(
+                        t for t in (*inp[:1], out) if isinstance(t, torch.Tensor))))
+    runs = []
+    try:
+        with torch.no_grad(), forward_must_not_mutate(model):
+            for part in [probe] + [probe[i:i + 1] for i in range(probe.shape[0])]:
+                rows.append([])
+                runs.append((model(part), rows[-1]))
+    finally:
+        for h in handles:
+            h.remove()
+    whole, alone = runs[0], runs[1:]
+    outs = [whole[0], torch.cat([o for o, _ in alone])]
+    layer_pairs = []
+    if all(len(r) == len(whole[1]) for _, r in alone):
+        for k, t in enumerate(whole[1]):
+            parts = [r[k] for _, r in alone]
+            if t.dim() and all(p.shape[1:] == t.shape[1:] for p in parts):
+                layer_pairs.append((t, torch.cat(parts)))
+    return outs, layer_pairs
+
+
+def check_examples_independent(model: nn.Module, like: torch.Tensor, *,
+                               layers: bool = False) -> None:
     """Raise ``ValueError`` if ``model`` mixes the examples of a batch (checked on a probe).
 
     DP-SGD bounds one record's influence by clipping ITS gradient, which assumes that example
@@ -264,12 +306,22 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor) -> None:
     outputs must agree to float tolerance. The probe is drawn afresh from OS entropy on every
     call (:func:`dplib.device.release_generator`), never from a fixed seed: a model written to
     behave per-example on a known probe, and to mix the batch otherwise, would pass a fixed one.
-    A model whose mixing depends on the data's values can still evade a probe: read the model.
+
+    ``layers=True`` (what the ghost path needs, which reads every layer's rows as examples) also
+    runs the probe in training mode (torch's dropout layers and ``nn.RReLU`` held in eval mode),
+    where a hand-written batch normalisation that is active only in training shows itself, and
+    compares every trainable layer's input and output rows, not only the model's output: a model
+    that reorders the batch between layers (sorting by length and back) has per-example outputs
+    but pairs one example's rows in one layer with another example's in the next (sensitivity
+    20.7 against C = 1 in a test). Any other module that is random in training mode is refused.
+    A model whose mixing depends on the data's values or the batch size can still evade a probe:
+    read the model.
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(like, torch.Tensor) or like.dim() == 0:
         raise ValueError(f"like must be a torch tensor with a batch dimension, got {like!r}"[:300])
+    layers = check_bool("layers", layers)
     gen = release_generator(None)      # fresh OS entropy: a fixed probe could be recognised
     shape = (4, *like.shape[1:])
     if like.is_floating_point():
@@ -278,17 +330,32 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor) -> None:
         probe = torch.randint(0, 2, shape, generator=gen).to(like.dtype)
     dev = next((p.device for p in model.parameters()), like.device)
     probe = probe.to(dev)
-    was_training = model.training
-    model.eval()
+    modes = {m: m.training for m in model.modules()}
     try:
-        with torch.no_grad(), forward_must_not_mutate(model):
-            whole = model(probe)
-            alone = torch.cat([model(probe[i:i + 1]) for i in range(probe.shape[0])])
+        for training in ((False, True) if layers else (False,)):
+            model.train(training)
+            for m in model.modules():
+                if type(m) in _RANDOM_IN_TRAINING:
+                    m.eval()
+            outs, pairs = _probe_run(model, probe, layers)
+            _compare(outs, pairs, "training" if training else "eval")
     finally:
-        model.train(was_training)
+        for m, was in modes.items():
+            m.training = was
+
+
+def _compare(outs: list, pairs: list, mode: str) -> None:
+    whole, alone = outs
     if whole.shape != alone.shape or not torch.allclose(whole, alone, rtol=1e-4, atol=1e-5):
         raise ValueError(
-            "the model's output for one example depends on the other examples of its batch "
-            "(batch statistics, attention across the batch, ...): per-example clipping then "
-            "does not bound one record's influence. Make every layer act on each example alone "
-            "(e.g. nn.GroupNorm or nn.LayerNorm instead of batch normalisation).")
+            f"the model's output for one example depends on the other examples of its batch "
+            f"({mode} mode: batch statistics, attention across the batch, ...): per-example "
+            "clipping then does not bound one record's influence. Make every layer act on each "
+            "example alone (e.g. nn.GroupNorm or nn.LayerNorm instead of batch normalisation).")
+    for t, ref in pairs:
+        if t.shape != ref.shape or not torch.allclose(t, ref, rtol=1e-4, atol=1e-5):
+            raise ValueError(
+                f"in {mode} mode, row i of a trainable layer's input or output is not example i "
+                "alone (the model reorders or mixes the batch between layers, or is random in "
+                "training mode): ghost norms read each layer's rows as examples. Keep the batch "
+                "order through the model, or use ghost=False (per-example gradients by vmap).")

@@ -351,7 +351,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
         raise ValueError(f"ghost and progress must be True or False, got {ghost!r}, {progress!r}")
     x, y = as_tensors(train_data, "train_data", finite=True)
     n = x.shape[0]
-    check_examples_independent(model, x)
+    check_examples_independent(model, x, layers=ghost)
     sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
     check_sum_range(c, sigma, n, next(p.dtype for p in model.parameters()))
     vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",

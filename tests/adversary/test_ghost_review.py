@@ -103,3 +103,148 @@ def test_gram_norms_never_fall_below_the_true_norm_on_near_cancelling_records(se
     _, norms, _ = noisy_gradient(model, _linear_loss, x, y, max_grad_norm=1.0,
                                  noise_multiplier=0.0, expected_batch_size=1.0, ghost=True)
     assert bool((norms.double() >= true * (1 - 1e-5)).all()), (norms.double() / true).min()
+
+
+# --- models that keep per-example outputs but break what the ghost path reads -----------------
+
+class Bucketed(nn.Module):
+    """Runs one layer on the batch sorted by a key (length bucketing) and un-sorts: outputs are
+    per-example, but row r of ``l1`` is not example r."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(4, 2, bias=False), nn.Linear(4, 2, bias=False)
+
+    def forward(self, x):
+        order = torch.argsort(x[:, 8])
+        return self.l1(x[order, 0:4])[torch.argsort(order)] + self.l2(x[:, 4:8])
+
+
+class TrainingBatchNorm(nn.Module):
+    """Batch statistics in training mode only (what nn.BatchNorm does), no state written."""
+
+    def forward(self, x):
+        if self.training:
+            return (x - x.mean(0, keepdim=True)) / (x.std(0, keepdim=True, correction=0) + 1e-5)
+        return x
+
+
+class SignFlip(torch.autograd.Function):
+    """Identity forward; the backward depends on the batch size."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * (-1.0) ** g.shape[0]
+
+
+class BackwardMixer(nn.Module):
+    def forward(self, x):
+        return SignFlip.apply(x)
+
+
+def _train(model, x, y, ghost=True):
+    from dplib.training import train
+    return train(model, (x.numpy(), y.numpy()), sample_rate=1.0, lr=1.0, steps=1,
+                 noise_multiplier=1.0, max_grad_norm=1.0, ghost=ghost, device="cpu", seed=3)
+
+
+def _data(n=20, d=9, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g)
+    x[:, -1] = torch.arange(n).float()
+    return x, torch.randint(0, 2, (n,), generator=g)
+
+
+@pytest.mark.parametrize("case", ["bucketed", "training batch norm"])
+def test_a_model_that_reorders_or_mixes_the_batch_only_where_outputs_hide_it_is_refused(case):
+    """Sorting a layer's rows and back (sensitivity 20.7 against C = 1 on the ghost path), or
+    batch statistics only in training mode (5.4): the probe now checks every layer's rows, in
+    eval and in training mode, before ghost=True trains; ghost=False still trains."""
+    from dplib.training import check_examples_independent
+    torch.manual_seed(0)
+    model = Bucketed() if case == "bucketed" else nn.Sequential(
+        nn.Linear(9, 8), TrainingBatchNorm(), nn.Tanh(), nn.Linear(8, 2))
+    x, y = _data()
+    check_examples_independent(model, x)                  # the outputs alone look per-example
+    with pytest.raises(ValueError, match="training mode|not example i"):
+        check_examples_independent(model, x, layers=True)
+    with pytest.raises(ValueError, match="training mode|not example i"):
+        _train(model, x, y)
+    assert _train(model, x, y, ghost=False).epsilon > 0
+
+
+def test_a_custom_autograd_function_is_refused_on_the_ghost_path():
+    """Identity forward, a backward that flips sign on odd batches (sensitivity 75.7): no
+    forward probe sees it; the ghost path refuses any custom Function in the graph."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(9, 8), BackwardMixer(), nn.Tanh(), nn.Linear(8, 2))
+    x, y = _data()
+    with pytest.raises(ValueError, match="custom torch.autograd.Function"):
+        noisy_gradient(model, F.cross_entropy, x, y, max_grad_norm=1.0, noise_multiplier=0.0,
+                       expected_batch_size=1.0, ghost=True)
+
+
+def test_a_hook_of_the_model_on_a_recorded_layer_is_refused():
+    """A forward hook that adds another layer's weight to a layer's output made the ghost
+    gradient of that weight wrong by 79 (true norm 87) without an error."""
+    torch.manual_seed(0)
+    a, b = nn.Linear(6, 3), nn.Linear(6, 3)
+    a.register_forward_hook(lambda mod, i, o: o + 10 * F.linear(i[0], b.weight))
+    model = nn.ModuleDict({"a": a, "b": b})
+    model.forward = lambda x: a(x) + b(x)
+    x, y = torch.randn(10, 6), torch.randint(0, 3, (10,))
+    with pytest.raises(ValueError, match="forward hooks"):
+        noisy_gradient(model, F.cross_entropy, x, y, max_grad_norm=1.0, noise_multiplier=0.0,
+                       expected_batch_size=1.0, ghost=True)
+
+
+def test_a_loss_that_is_not_one_scalar_per_example_is_refused_on_the_ghost_path():
+    """A loss returning shape [1] skipped the check that every layer sees one row per example:
+    with augmentation multiplicity each copy was clipped alone (sensitivity 4.5)."""
+    from dplib.training import AugMult, augmult_cross_entropy
+    torch.manual_seed(0)
+    model = AugMult(nn.Sequential(nn.Linear(16, 3)), (4, 4), copies=5)
+    x, y = torch.randn(6, 16), torch.zeros(6, dtype=torch.long)
+    with pytest.raises(ValueError, match="one scalar loss per example"):
+        noisy_gradient(model, lambda o, t: augmult_cross_entropy(o, t).reshape(1), x, y,
+                       max_grad_norm=1.0, noise_multiplier=0.0, expected_batch_size=1.0,
+                       ghost=True, virtual_batch_size=1)
+
+
+def test_an_in_place_write_to_a_tensor_attribute_in_forward_is_refused():
+    """A model that copies a record into a plain tensor attribute released it exactly with its
+    state; the write bumps the tensor's version, which is now compared."""
+
+    class Memo(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.mem = nn.Linear(9, 2), torch.zeros(9)
+
+        def forward(self, x):
+            if self.training:
+                self.mem.copy_(x.detach()[0])
+            return self.lin(x)
+
+    x, y = _data()
+    for ghost in (False, True):
+        with pytest.raises((ValueError, RuntimeError)):
+            _train(Memo(), x, y, ghost=ghost)
+
+
+def test_the_stricter_probe_accepts_the_book_models_and_dropout():
+    """No false alarm: the library's MLP, CNN and transformer, and an MLP with dropout, pass the
+    layer-by-layer probe in both modes."""
+    from dplib.training import check_examples_independent, make_cnn, make_mlp, make_transformer
+    g = torch.Generator().manual_seed(0)
+    cases = [(make_mlp(9, 2, (8,), seed=0), torch.randn(4, 9, generator=g)),
+             (make_cnn(1, 3, 8, groups=2, width=4, seed=0), torch.randn(4, 1, 8, 8, generator=g)),
+             (make_transformer(20, 3, 6, dim=8, heads=2, layers=1, seed=0),
+              torch.randint(0, 20, (4, 6), generator=g)),
+             (nn.Sequential(nn.Linear(9, 8), nn.Dropout(0.5), nn.ReLU(), nn.Linear(8, 2)),
+              torch.randn(4, 9, generator=g))]
+    for model, x in cases:
+        check_examples_independent(model, x, layers=True)
