@@ -1,0 +1,71 @@
+"""DP-SGD under attack, second review: what the trainers checked too late, too narrowly or not at
+all (the reviewer's proofs of concept: a record that raises only when sampled, a float16 head
+behind a float32 parameter, batch norm through ``noisy_gradient``, a batch-centring ``nn.Tanh``
+subclass in the batched trainer, a never-seeded ``torch.Generator``).
+
+Each test builds what an attacker controls and shows it refused (``ValueError``) or neutralised;
+each fails on the code before the fixes (checked against the previous commit).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from dplib.device import release_generator
+from dplib.encoding import GaussianNoise, build_codebook, train_encoded
+from dplib.samplers import poisson_batches
+from dplib.training import (make_mlp, noisy_gradient, train, train_distributed,
+                            train_models_batched)
+from dplib.training.batched import _linear_stack
+from dplib.training.engine import gaussian_noise
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(60, 5)).astype(np.float32)
+Y = RNG.integers(0, 3, 60)
+TOKENS = RNG.integers(0, 20, (60, 4))
+TOKEN_Y = RNG.integers(0, 2, 60)
+
+
+def _embedding_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Embedding(20, 4), nn.Flatten(), nn.Linear(16, 2))
+
+
+# --- 5. a never-seeded torch.Generator ---------------------------------------------------------
+
+def test_a_never_seeded_generator_is_refused_and_a_seeded_one_allowed():
+    """Public-constant noise refused: torch.Generator() starts every time from one fixed seed."""
+    default = torch.Generator().initial_seed()
+    # the attack: two fresh generators draw the same "noise"
+    assert torch.equal(torch.randn(4, generator=torch.Generator()),
+                       torch.randn(4, generator=torch.Generator()))
+    model = make_mlp(5, 3, (8,), seed=0)
+    x, y = torch.tensor(X[:20]), torch.tensor(Y[:20])
+    kw = dict(max_grad_norm=1.0, noise_multiplier=5.0, expected_batch_size=1.0)
+    with pytest.raises(ValueError, match=rf"generator has initial_seed\(\) {default}"):
+        noisy_gradient(model, F.cross_entropy, x, y, generator=torch.Generator(), **kw)
+    with pytest.raises(ValueError, match=r"generator\[1\] has initial_seed"):
+        gaussian_noise((2, 3), [torch.Generator().manual_seed(1), torch.Generator()],
+                       torch.float32, torch.device("cpu"))
+    with pytest.raises(ValueError, match="generator has initial_seed"):
+        release_generator(torch.Generator().manual_seed(default))   # indistinguishable: refused
+    a = noisy_gradient(model, F.cross_entropy, x, y, generator=torch.Generator().manual_seed(0),
+                       **kw)[0]
+    b = noisy_gradient(model, F.cross_entropy, x, y, generator=torch.Generator().manual_seed(0),
+                       **kw)[0]
+    assert all(torch.equal(a[k], b[k]) for k in a)                # seeded: reproducible
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_never_seeded_cuda_generator_is_refused():
+    """Public-constant noise refused on the GPU too (torch's CUDA default seed)."""
+    with pytest.raises(ValueError, match="generator has initial_seed"):
+        release_generator(torch.Generator(device="cuda"))
+    release_generator(torch.Generator(device="cuda").manual_seed(0))
