@@ -263,10 +263,18 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     :func:`~dplib.training.models.forward_must_not_mutate` refuses it. An example whose gradient
     is not finite adds nothing (:func:`~dplib.training.grads.clip_factors`).
 
+    Checks: :func:`~dplib.training.models.check_dp_compatible` on every call (a walk over the
+    modules, microseconds; refuses batch normalisation, which mixes the batch). Not run here:
+    the batch-independence probe :func:`~dplib.training.models.check_examples_independent`
+    (five forward passes on a fresh probe, about 5% of a ghost step of the speed benchmark's MLP
+    at batch 256 on one CPU thread), which :func:`train` runs once before training — a direct
+    caller must run it once too.
+
     Float noise: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD library does; like
     them it is not hardened against the floating-point attack of Mironov 2012 (Opacus offers a
     ``secure_mode`` for that; dplib does not).
     """
+    check_dp_compatible(model)
     c = check_max_grad_norm(max_grad_norm)
     sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
     denom = check_positive("expected_batch_size", expected_batch_size)

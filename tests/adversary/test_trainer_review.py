@@ -38,6 +38,21 @@ def _embedding_model():
     return nn.Sequential(nn.Embedding(20, 4), nn.Flatten(), nn.Linear(16, 2))
 
 
+# --- 3. noisy_gradient ran no model check ----------------------------------------------------
+
+@pytest.mark.parametrize("ghost", [False, True])
+def test_noisy_gradient_refuses_batch_normalisation(ghost):
+    """Batch mixing through the public one-step API refused (ghost: sensitivity 5.6 ≫ C before)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8, affine=False,
+                                                          track_running_stats=False),
+                          nn.Tanh(), nn.Linear(8, 3))
+    x, y = torch.tensor(X), torch.tensor(Y)
+    with pytest.raises(ValueError, match="BatchNorm1d"):
+        noisy_gradient(model, F.cross_entropy, x, y, max_grad_norm=1.0, noise_multiplier=0.0,
+                       expected_batch_size=1.0, ghost=ghost)
+
+
 # --- 5. a never-seeded torch.Generator ---------------------------------------------------------
 
 def test_a_never_seeded_generator_is_refused_and_a_seeded_one_allowed():
