@@ -186,7 +186,9 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     entropy per model, recorded in the result; fixed seeds are for experiments). The modules in
     ``models`` give the initial parameters and are not modified. ``chunk_size`` limits how many
     models are in one vmapped call (memory); ``device`` defaults to
-    :func:`dplib.device.get_device` (the GPU when there is one).
+    :func:`dplib.device.get_device` (the GPU when there is one). Before training, as ``train``
+    does: the batch-independence probe (:func:`~dplib.training.check_examples_independent`) on
+    the first model.
 
     Returns a :class:`BatchedModels`. Cost per step: one batched forward/backward for all M
     models — one vmapped per-example gradient when clipping (C < ∞), one vmapped ordinary
@@ -220,8 +222,9 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     check_sum_range(c, sigma, N)
     loss = _default_loss if loss_fn is None else loss_fn
     dev = as_device(device)
-
     template = copy.deepcopy(models[0]).cpu()
+    from .models import check_examples_independent
+    check_examples_independent(template, x_all)     # as train does, once before training
     trainable = [k for k, p in template.named_parameters() if p.requires_grad]
     params_all, buffers = stack_module_state([copy.deepcopy(m).cpu() for m in models])
     params = {k: params_all[k].detach().to(dev) for k in trainable}
@@ -301,17 +304,20 @@ _ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.Sigmoid, nn.GELU, nn.ELU, nn.LeakyReLU, nn.
 
 def _linear_stack(model: nn.Module):
     """The layers of ``model`` if it is an ``nn.Sequential`` of Flatten, Linear and parameter-free
-    elementwise activations (the book's MLP and logistic regression), else None."""
-    if not isinstance(model, nn.Sequential):
+    elementwise activations (the book's MLP and logistic regression), else None. Exact types, not
+    ``isinstance``: this path calls an activation on the whole [M, B, d] stack and computes the
+    Linear layers itself, so a subclass (e.g. an ``nn.Tanh`` whose forward centres the batch)
+    takes the general per-example ``vmap`` path instead."""
+    if type(model) is not nn.Sequential:
         return None
     layers = list(model.named_children())
     for _, mod in layers:
-        if isinstance(mod, nn.Linear):
+        if type(mod) is nn.Linear:             # exact types: a subclass may override forward
             if not all(p.requires_grad for p in mod.parameters()):
                 return None
-        elif not isinstance(mod, (nn.Flatten, *_ELEMENTWISE)):
+        elif type(mod) not in (nn.Flatten, *_ELEMENTWISE):
             return None
-    return layers if any(isinstance(m, nn.Linear) for _, m in layers) else None
+    return layers if any(type(m) is nn.Linear for _, m in layers) else None
 
 
 def _linear_stack_step(layers, params, xb, yb, wb, c, loss, chunk_size):

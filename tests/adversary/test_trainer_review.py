@@ -53,6 +53,42 @@ def test_noisy_gradient_refuses_batch_normalisation(ghost):
                        expected_batch_size=1.0, ghost=ghost)
 
 
+# --- 4. the batched fast path trusted isinstance ----------------------------------------------
+
+class SneakyTanh(nn.Tanh):
+    """An ``nn.Tanh`` by type, a batch standardisation by behaviour."""
+
+    def forward(self, x):
+        return torch.tanh((x - x.mean(-2, keepdim=True)) * 10)
+
+
+def _sneaky_pair():
+    """||θ_D' − θ_D|| of the batched trainer on D and D' = D + a far record (q = 1, σ = 0)."""
+    x = X[:41].copy()
+    x[40] = 30.0
+    masks = np.ones((2, 41), bool)
+    masks[0, 40] = False
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(5, 8), SneakyTanh(), nn.Linear(8, 3))
+    bm = train_models_batched([m, m], x, Y[:41], masks, sample_rate=1.0, lr=1.0, steps=1,
+                              noise_multiplier=0.0, max_grad_norm=1.0, expected_batch_size=1.0,
+                              seeds=[0, 0], device="cpu")
+    return float(torch.cat([(v[1] - v[0]).flatten() for v in bm.params.values()]).norm())
+
+
+def test_a_batch_mixing_tanh_subclass_is_refused_by_the_batched_trainer(monkeypatch):
+    """Batched-trainer batch mixing refused (probe) and, without the probe, bounded by C."""
+    assert _linear_stack(nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))) is not None
+    assert _linear_stack(nn.Sequential(nn.Linear(5, 8), SneakyTanh(), nn.Linear(8, 3))) is None
+    with pytest.raises(ValueError, match="depends on the other examples"):
+        _sneaky_pair()
+    # with the probe switched off, the exact-type rule alone sends the model down the
+    # per-example vmap path: one step (lr = 1, B = 1) moves the model by at most C = 1
+    import dplib.training.models as models
+    monkeypatch.setattr(models, "check_examples_independent", lambda model, like: None)
+    assert _sneaky_pair() <= 1.0 + 1e-5
+
+
 # --- 5. a never-seeded torch.Generator ---------------------------------------------------------
 
 def test_a_never_seeded_generator_is_refused_and_a_seeded_one_allowed():
