@@ -246,6 +246,8 @@ def models_erm_specs() -> list[Spec]:
             Spec("dplib.training.models.forward_must_not_mutate",
                  lambda: (lambda model: MO.forward_must_not_mutate(model).__enter__()),
                  args=(lin,), params=dict(model=[None, "model"])),
+            Spec("dplib.training.trainer.narrowest_dtype", lambda: TT.narrowest_dtype,
+                 args=(lin,), params=dict(model=[None, "model"])),
             Spec("dplib.training.trainer.check_sum_range", lambda: TT.check_sum_range,
                  args=(1.0, 1.0, 10), params=dict(max_grad_norm=[0.0, -1.0, NAN, None],
                                                   noise_multiplier=[-1.0, NAN, None],

@@ -218,11 +218,11 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     if chunk_size is not None:
         chunk_size = check_int("chunk_size", chunk_size)
     sigma, eps = _privacy_setup(q, T, noise_multiplier, target_epsilon, c, d, accountant)
-    from .trainer import check_sum_range
-    check_sum_range(c, sigma, N)
+    from .trainer import check_sum_range, narrowest_dtype
+    template = copy.deepcopy(models[0]).cpu()
+    check_sum_range(c, sigma, N, narrowest_dtype(template))
     loss = _default_loss if loss_fn is None else loss_fn
     dev = as_device(device)
-    template = copy.deepcopy(models[0]).cpu()
     from .models import check_examples_independent
     check_examples_independent(template, x_all)     # as train does, once before training
     trainable = [k for k, p in template.named_parameters() if p.requires_grad]

@@ -64,7 +64,7 @@ from .batched import BatchedModels, check_masks, train_models_batched
 from .engine import EpsilonTracker, GaussianPrivatizer, Privatizer, dpsgd_loop
 from .models import check_dp_compatible, check_examples_independent
 from .trainer import (TrainResult, as_tensors, check_run_settings, check_sum_range, evaluate,
-                      noisy_gradient, resolve_noise_multiplier)
+                      narrowest_dtype, noisy_gradient, resolve_noise_multiplier)
 
 __all__ = ["BroadcastPrivatizer", "train_distributed", "train_models_distributed", "launch",
            "digits_recipe", "main"]
@@ -246,7 +246,7 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
     seed = everyone[0]["seed"]
     sizes = [g["n"] for g in everyone]
     n, offset = sum(sizes), sum(sizes[:rank])
-    check_sum_range(c, sigma, n, next(p.dtype for p in model.parameters()))
+    check_sum_range(c, sigma, n, narrowest_dtype(model))
     loss = F.cross_entropy if loss_fn is None else loss_fn
 
     model.to(dev)

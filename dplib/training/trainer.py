@@ -176,6 +176,16 @@ def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
                          f"{top / (size + 40.0 * noise_multiplier):.3g} (rescale the loss)")
 
 
+def narrowest_dtype(model: nn.Module) -> torch.dtype:
+    """The floating dtype, among ``model``'s trainable parameters, with the smallest largest
+    value (``torch.finfo(dtype).max``): the dtype in which a clipped sum overflows first, so the
+    one :func:`check_sum_range` must be given (float32 if there is none)."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    dtypes = {p.dtype for p in model.parameters() if p.requires_grad and p.is_floating_point()}
+    return min(dtypes, key=lambda t: torch.finfo(t).max, default=torch.float32)
+
+
 def as_tensors(data: object, name: str, *, finite: bool = False
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(data, (tuple, list)) or len(data) != 2:
@@ -361,7 +371,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     n = x.shape[0]
     check_examples_independent(model, x)
     sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
-    check_sum_range(c, sigma, n, next(p.dtype for p in model.parameters()))
+    check_sum_range(c, sigma, n, narrowest_dtype(model))
     vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
                                                             virtual_batch_size)
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",

@@ -38,6 +38,48 @@ def _embedding_model():
     return nn.Sequential(nn.Embedding(20, 4), nn.Flatten(), nn.Linear(16, 2))
 
 
+# --- 2. the overflow check read the first parameter's dtype only --------------------------------
+
+class Mixed(nn.Module):
+    """A float32 first parameter (frozen) in front of a trainable float16 head."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(()), requires_grad=False)
+        self.head = nn.Linear(5, 1, bias=False).half()
+        with torch.no_grad():
+            self.head.weight.zero_()
+
+    def forward(self, x):
+        return self.head((x * self.scale).half()).float()
+
+
+def _linear_loss(out, target):
+    return -out.mean()
+
+
+def test_a_float16_head_behind_a_float32_parameter_cannot_overflow_the_sum():
+    """Count-dependent inf release refused: C is checked against the float16 head, not float32."""
+    x = torch.zeros(200, 5)
+    x[:, 0] = 2000.0                     # gradient norm 2000 > C: each clips to C = 1000
+    y = torch.zeros(200, dtype=torch.long)
+    model = Mixed()
+    assert next(model.parameters()).dtype == torch.float32       # what the old check read
+    assert model.head.weight.dtype == torch.float16 and model.head.weight.requires_grad
+    g = noisy_gradient(model, _linear_loss, x, y, max_grad_norm=1000.0, noise_multiplier=0.0,
+                       expected_batch_size=1.0)[0]
+    assert not torch.isfinite(g["head.weight"]).all()   # the danger: 200 × C overflows float16
+    run = dict(sample_rate=0.33, lr=1e-6, steps=1, noise_multiplier=1.0, max_grad_norm=1000.0,
+               loss_fn=_linear_loss, device="cpu", seed=0)
+    for call in (lambda: train(Mixed(), (x, y), **run),
+                 lambda: train_distributed(Mixed(), (x, y), **run),
+                 lambda: train_models_batched([Mixed(), Mixed()], x, y, np.ones((2, 200), bool),
+                                              seeds=[0, 1], **{k: v for k, v in run.items()
+                                                               if k != "seed"})):
+        with pytest.raises(ValueError, match="too large for torch.float16"):
+            call()
+
+
 # --- 3. noisy_gradient ran no model check ----------------------------------------------------
 
 @pytest.mark.parametrize("ghost", [False, True])
