@@ -188,7 +188,9 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     models are in one vmapped call (memory); ``device`` defaults to
     :func:`dplib.device.get_device` (the GPU when there is one). Before training, as ``train``
     does: the batch-independence probe (:func:`~dplib.training.check_examples_independent`) on
-    the first model.
+    the first model, and the model and the loss run once over all of (X, y)
+    (:func:`~dplib.training.trainer.check_every_record_runs`), so a record they fail on is
+    refused up front instead of stopping the run in a step that samples it.
 
     Returns a :class:`BatchedModels`. Cost per step: one batched forward/backward for all M
     models — one vmapped per-example gradient when clipping (C < ∞), one vmapped ordinary
@@ -218,13 +220,15 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     if chunk_size is not None:
         chunk_size = check_int("chunk_size", chunk_size)
     sigma, eps = _privacy_setup(q, T, noise_multiplier, target_epsilon, c, d, accountant)
-    from .trainer import check_sum_range, narrowest_dtype
+    from .models import check_examples_independent
+    from .trainer import check_every_record_runs, check_sum_range, narrowest_dtype
     template = copy.deepcopy(models[0]).cpu()
     check_sum_range(c, sigma, N, narrowest_dtype(template))
     loss = _default_loss if loss_fn is None else loss_fn
     dev = as_device(device)
-    from .models import check_examples_independent
     check_examples_independent(template, x_all)     # as train does, once before training
+    check_every_record_runs(copy.deepcopy(template).to(dev), loss, x_all, y_all, name="(X, y)")
+
     trainable = [k for k, p in template.named_parameters() if p.requires_grad]
     params_all, buffers = stack_module_state([copy.deepcopy(m).cpu() for m in models])
     params = {k: params_all[k].detach().to(dev) for k in trainable}

@@ -38,6 +38,79 @@ def _embedding_model():
     return nn.Sequential(nn.Embedding(20, 4), nn.Flatten(), nn.Linear(16, 2))
 
 
+# --- 1. a record that raises only in the step that samples it ----------------------------------
+
+HOSTILE = {   # name -> (model, clean data, hostile record)
+    "label 7 of 3 classes": (lambda: make_mlp(5, 3, (8,), seed=0), (X, Y),
+                             (np.zeros((1, 5), np.float32), np.array([7]))),
+    "label -1": (lambda: make_mlp(5, 3, (8,), seed=0), (X, Y),
+                 (np.zeros((1, 5), np.float32), np.array([-1]))),
+    "token id 25, vocabulary 20": (_embedding_model, (TOKENS, TOKEN_Y),
+                                   (np.array([[1, 2, 25, 3]]), np.array([0]))),
+}
+SHORT = dict(sample_rate=0.02, lr=0.1, steps=5, noise_multiplier=1.0, device="cpu")
+
+
+def _unsampled_seed(n: int, index: int) -> int:
+    """A seed whose Poisson batches (as train draws them) never contain ``index``."""
+    return next(s for s in range(1000)
+                if not any(index in b for b in poisson_batches(
+                    n, SHORT["sample_rate"], SHORT["steps"], rng=np.random.default_rng(s))))
+
+
+def _with_hostile(name):
+    build, (x, y), (hx, hy) = HOSTILE[name]
+    return build, (np.concatenate([x, hx]), np.concatenate([y, hy]))
+
+
+@pytest.mark.parametrize("ghost", [False, True])
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_a_record_the_model_fails_on_is_refused_even_when_never_sampled(name, ghost):
+    """Crash-when-sampled membership test refused: train raises before step 1, sampled or not."""
+    build, data = _with_hostile(name)
+    seed = _unsampled_seed(len(data[1]), len(data[1]) - 1)   # the old code trained without error
+    model = build()
+    before = copy.deepcopy(model.state_dict())
+    rows = f"rows 0 to {len(data[1]) - 1}"      # one chunk of 1024 rows holds them all
+    with pytest.raises(ValueError, match=f"fails on some record of train_data {rows}"):
+        train(model, data, seed=seed, ghost=ghost, **SHORT)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    train(build(), HOSTILE[name][1], seed=seed, ghost=ghost, **SHORT)   # the clean data trains
+
+
+def test_every_trainer_refuses_such_a_record_up_front():
+    """Crash-when-sampled refused by train_distributed, train_encoded and the batched trainer."""
+    build, (x, y) = _with_hostile("label 7 of 3 classes")
+    seed = _unsampled_seed(len(y), len(y) - 1)
+    with pytest.raises(ValueError, match="fails on some record of shard"):
+        train_distributed(build(), (x, y), seed=seed, **SHORT)
+    model = build()
+    d = sum(p.numel() for p in model.parameters())
+    with pytest.raises(ValueError, match="fails on some record of train_data"):
+        train_encoded(model, (x, y), codebook=build_codebook(8, d, rng=0),
+                      noise=GaussianNoise(1.0), seed=seed, **{k: v for k, v in SHORT.items()
+                                                             if k != "noise_multiplier"})
+    masks = np.ones((2, len(y)), bool)
+    masks[0, -1] = False
+    with pytest.raises(ValueError, match=r"fails on some record of \(X, y\)"):
+        train_models_batched([build(), build()], x, y, masks, seeds=[seed, seed], **SHORT)
+
+
+def test_the_record_check_leaves_the_model_and_the_global_generator_alone():
+    """The up-front pass is not a side channel: dropout draws are forked, the model unchanged."""
+    from dplib.training.trainer import check_every_record_runs
+    model = nn.Sequential(nn.Linear(5, 8), nn.Dropout(0.5), nn.Linear(8, 3)).train()
+    before = copy.deepcopy(model.state_dict())
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    check_every_record_runs(model, F.cross_entropy, torch.tensor(X), torch.tensor(Y),
+                            chunk_size=7)
+    assert torch.equal(torch.rand(3), expected)
+    assert model.training and all(torch.equal(before[k], v)
+                                  for k, v in model.state_dict().items())
+
+
 # --- 2. the overflow check read the first parameter's dtype only --------------------------------
 
 class Mixed(nn.Module):
