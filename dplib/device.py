@@ -87,6 +87,18 @@ def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> 
     return check_int(name, seed, low=0)
 
 
+_DEFAULT_SEEDS: dict[str, int] = {}    # device type -> the seed torch gives a new generator
+
+
+def _torch_default_seed(torch, device) -> int:
+    """The seed of a new, never-seeded ``torch.Generator`` on ``device`` (e.g. 67280421310721
+    on the CPU), read from such a generator once per device type and kept — not at import,
+    because this module must import without torch and a CUDA generator needs CUDA."""
+    if device.type not in _DEFAULT_SEEDS:
+        _DEFAULT_SEEDS[device.type] = torch.Generator(device=device).initial_seed()
+    return _DEFAULT_SEEDS[device.type]
+
+
 def release_generator(generator: object = None, device: object = "cpu"):
     """The ``torch.Generator`` a private release draws its noise from.
 
@@ -97,7 +109,12 @@ def release_generator(generator: object = None, device: object = "cpu"):
     generator, which :func:`setup` and :func:`seed_everything` seed with a known value (0 in every
     chapter), so noise drawn from it would be a known function of the public inputs. A given
     ``torch.Generator`` (or a list/tuple of them, one per model of a stack) is returned as it is:
-    reproducible runs, for experiments and teaching."""
+    reproducible runs, for experiments and teaching — once seeded (``.manual_seed(s)``). A
+    generator never seeded (``torch.Generator()``) is refused: torch gives every new generator
+    the same constant seed (``torch.Generator().initial_seed()``), so its noise would be public
+    and two releases on neighbouring data sets would differ by the target's contribution,
+    noise-free. The check reads ``initial_seed()``, so ``manual_seed`` with that very constant is
+    refused too."""
     torch = _torch()
     if torch is None:
         raise ValueError("release_generator needs torch (pip install torch)")
@@ -108,6 +125,16 @@ def release_generator(generator: object = None, device: object = "cpu"):
     if not gens or not all(isinstance(g, torch.Generator) for g in gens):
         raise ValueError(f"generator must be None, a torch.Generator or a list of them, got "
                          f"{generator!r}"[:300])
+    for i, g in enumerate(gens):
+        default = _torch_default_seed(torch, g.device)
+        if g.initial_seed() == default:
+            where = "generator" if gens is not generator else f"generator[{i}]"
+            raise ValueError(
+                f"{where} has initial_seed() {default}, the constant seed torch gives every new "
+                "generator (a torch.Generator() never seeded), so the noise it draws is public. "
+                "Pass None (fresh OS entropy) or a generator seeded with .manual_seed(s) for an "
+                f"integer s other than {default} (that one cannot be told apart from no seed "
+                "and is refused too).")
     return generator
 
 

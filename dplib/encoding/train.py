@@ -22,7 +22,10 @@ result; a fixed seed is for experiments, never for a release.
 
 Hostile records: ``train_data`` must be finite, and an example whose gradient is still not finite
 (an overflow inside the model) is replaced by the zero gradient, which the code book encodes as
-zero — so it adds nothing, instead of an error or a NaN raised exactly when it is sampled.
+zero — so it adds nothing, instead of an error or a NaN raised exactly when it is sampled. A
+record the model or the loss raises on (a label or token id out of range) is refused before
+step 1: :func:`train_encoded` runs them once over all the data
+(:func:`dplib.training.trainer.check_every_record_runs`).
 """
 from __future__ import annotations
 
@@ -198,11 +201,12 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     if (epochs is None) == (steps is None):
         raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
                          f"steps={steps!r}")
-    from ..training.trainer import as_tensors
+    from ..training.trainer import as_tensors, check_every_record_runs
     x, y = as_tensors(train_data, "train_data", finite=True)
     y = y.long()
     n = int(x.shape[0])
     T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
+    chunk_size = None if chunk_size is None else check_int("chunk_size", chunk_size)
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
                                                                            eval_every)
     loss = F.cross_entropy if loss_fn is None else loss_fn
@@ -215,6 +219,7 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     eps = EpsilonTracker(privatizer, q, T, delta,
                          lambda: EncodingAccountant(codebook, orders, method=accountant_method))
     x_dev, y_dev = x.to(dev), y.to(dev)
+    check_every_record_runs(model, loss, x_dev, y_dev, chunk_size=min(chunk_size or 1024, 1024))
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
     denom = q * n if expected_batch_size is None else check_positive("expected_batch_size",
                                                                       expected_batch_size)

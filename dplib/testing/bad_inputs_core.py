@@ -420,6 +420,8 @@ def event_specs() -> list[Spec]:
              args=(1.0, 1.0), params=dict(noise_multiplier="nonneg", max_grad_norm="pos_noinf",
                                           noise_scale="nonneg")),
         Spec("dplib.training.engine.gaussian_noise", lambda: G.gaussian_noise,
-             args=((2, 3), [torch.Generator(), torch.Generator()], torch.float32, "cpu"),
-             params=dict(generator=[[torch.Generator()]])),
+             args=((2, 3), [torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)],
+                   torch.float32, "cpu"),
+             params=dict(generator=[[torch.Generator().manual_seed(1)],
+                                    [torch.Generator().manual_seed(1), torch.Generator()]])),
     ]

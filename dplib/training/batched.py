@@ -186,7 +186,11 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     entropy per model, recorded in the result; fixed seeds are for experiments). The modules in
     ``models`` give the initial parameters and are not modified. ``chunk_size`` limits how many
     models are in one vmapped call (memory); ``device`` defaults to
-    :func:`dplib.device.get_device` (the GPU when there is one).
+    :func:`dplib.device.get_device` (the GPU when there is one). Before training, as ``train``
+    does: the batch-independence probe (:func:`~dplib.training.check_examples_independent`) on
+    the first model, and the model and the loss run once over all of (X, y)
+    (:func:`~dplib.training.trainer.check_every_record_runs`), so a record they fail on is
+    refused up front instead of stopping the run in a step that samples it.
 
     Returns a :class:`BatchedModels`. Cost per step: one batched forward/backward for all M
     models — one vmapped per-example gradient when clipping (C < ∞), one vmapped ordinary
@@ -216,12 +220,15 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     if chunk_size is not None:
         chunk_size = check_int("chunk_size", chunk_size)
     sigma, eps = _privacy_setup(q, T, noise_multiplier, target_epsilon, c, d, accountant)
-    from .trainer import check_sum_range
-    check_sum_range(c, sigma, N)
+    from .models import check_examples_independent
+    from .trainer import check_every_record_runs, check_sum_range, narrowest_dtype
+    template = copy.deepcopy(models[0]).cpu()
+    check_sum_range(c, sigma, N, narrowest_dtype(template))
     loss = _default_loss if loss_fn is None else loss_fn
     dev = as_device(device)
+    check_examples_independent(template, x_all)     # as train does, once before training
+    check_every_record_runs(copy.deepcopy(template).to(dev), loss, x_all, y_all, name="(X, y)")
 
-    template = copy.deepcopy(models[0]).cpu()
     trainable = [k for k, p in template.named_parameters() if p.requires_grad]
     params_all, buffers = stack_module_state([copy.deepcopy(m).cpu() for m in models])
     params = {k: params_all[k].detach().to(dev) for k in trainable}
@@ -301,17 +308,20 @@ _ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.Sigmoid, nn.GELU, nn.ELU, nn.LeakyReLU, nn.
 
 def _linear_stack(model: nn.Module):
     """The layers of ``model`` if it is an ``nn.Sequential`` of Flatten, Linear and parameter-free
-    elementwise activations (the book's MLP and logistic regression), else None."""
-    if not isinstance(model, nn.Sequential):
+    elementwise activations (the book's MLP and logistic regression), else None. Exact types, not
+    ``isinstance``: this path calls an activation on the whole [M, B, d] stack and computes the
+    Linear layers itself, so a subclass (e.g. an ``nn.Tanh`` whose forward centres the batch)
+    takes the general per-example ``vmap`` path instead."""
+    if type(model) is not nn.Sequential:
         return None
     layers = list(model.named_children())
     for _, mod in layers:
-        if isinstance(mod, nn.Linear):
+        if type(mod) is nn.Linear:             # exact types: a subclass may override forward
             if not all(p.requires_grad for p in mod.parameters()):
                 return None
-        elif not isinstance(mod, (nn.Flatten, *_ELEMENTWISE)):
+        elif type(mod) not in (nn.Flatten, *_ELEMENTWISE):
             return None
-    return layers if any(isinstance(m, nn.Linear) for _, m in layers) else None
+    return layers if any(type(m) is nn.Linear for _, m in layers) else None
 
 
 def _linear_stack_step(layers, params, xb, yb, wb, c, loss, chunk_size):

@@ -63,8 +63,9 @@ from ..samplers import poisson_batches
 from .batched import BatchedModels, check_masks, train_models_batched
 from .engine import EpsilonTracker, GaussianPrivatizer, Privatizer, dpsgd_loop
 from .models import check_dp_compatible, check_examples_independent
-from .trainer import (TrainResult, as_tensors, check_run_settings, check_sum_range, evaluate,
-                      noisy_gradient, resolve_noise_multiplier)
+from .trainer import (TrainResult, as_tensors, check_every_record_runs, check_run_settings,
+                      check_sum_range, evaluate, narrowest_dtype, noisy_gradient,
+                      resolve_noise_multiplier)
 
 __all__ = ["BroadcastPrivatizer", "train_distributed", "train_models_distributed", "launch",
            "digits_recipe", "main"]
@@ -198,10 +199,11 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
     settings; the shards are the data set's parts in rank order (rank 0 first).
 
     Before training the ranks all-gather their settings: a rank whose arguments fail a check, an
-    empty shard, or a setting that differs between ranks (q, σ or the ε target, C, δ, T, the
-    optimiser, the accountant, the parameter shapes, the random seed) raises the same ValueError on every
-    rank. ``seed``: the same integer on every rank, or None everywhere (rank 0 draws fresh OS
-    entropy and shares it). The divisor is ``expected_batch_size`` or q·n with n the global size.
+    empty shard, a record the model or the loss fails on (the whole shard is run before step 1,
+    as in ``train``), or a setting that differs between ranks (q, σ or the ε target, C, δ, T, the
+    optimiser, the accountant, the parameter shapes, the random seed) raises the same ValueError
+    on every rank. ``seed``: the same integer on every rank, or None everywhere (rank 0 draws
+    fresh OS entropy and shares it). The divisor is ``expected_batch_size`` or q·n (global n).
 
     Returns :class:`~dplib.training.trainer.TrainResult` (the same on every rank): the privacy
     fields as ``train`` with the global q and T; ``batch_sizes`` of the global batches,
@@ -229,7 +231,9 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
         ebs = None if expected_batch_size is None else check_positive("expected_batch_size",
                                                                       expected_batch_size)
         given = None if seed is None else release_seed(seed)
-        dev = as_device(device)
+        dev, loss = as_device(device), F.cross_entropy if loss_fn is None else loss_fn
+        check_every_record_runs(model.to(dev).train(), loss, x, y, name="shard",
+                                chunk_size=min(vbs or 1024, 1024))
         evals = None if eval_data is None else as_tensors(eval_data, "eval_data")
         local["settings"] = dict(
             sample_rate=q, noise_multiplier=sigma, max_grad_norm=c, delta=d, steps=T, lr=lr,
@@ -246,11 +250,8 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
     seed = everyone[0]["seed"]
     sizes = [g["n"] for g in everyone]
     n, offset = sum(sizes), sum(sizes[:rank])
-    check_sum_range(c, sigma, n, next(p.dtype for p in model.parameters()))
-    loss = F.cross_entropy if loss_fn is None else loss_fn
-
-    model.to(dev)
-    model.train()
+    check_sum_range(c, sigma, n, narrowest_dtype(model))
+    # the model is on dev and in train mode since the record check above
     if world > 1:                  # identical replicas: rank 0's initial state everywhere
         with torch.no_grad():
             for v in model.state_dict().values():

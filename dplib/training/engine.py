@@ -55,6 +55,7 @@ def gaussian_noise(shape: tuple, generator: object, dtype: torch.dtype,
     Float noise: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD library does; it
     is not hardened against the floating-point attack of Mironov 2012."""
     if isinstance(generator, (list, tuple)):
+        generator = release_generator(generator, device)     # each one seeded, not torch's default
         if len(generator) != shape[0]:
             raise ValueError(f"generator must hold one generator per model ({shape[0]}), got "
                              f"{len(generator)}")

@@ -55,7 +55,7 @@ from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
 from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
 from .ghost import ghost_clipped_grad_sum
-from .grads import check_max_grad_norm, clipped_grad_sum
+from .grads import check_batch, check_max_grad_norm, clipped_grad_sum, per_example_losses
 from .models import check_dp_compatible, check_examples_independent, forward_must_not_mutate
 
 __all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits",
@@ -176,6 +176,56 @@ def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
                          f"{top / (size + 40.0 * noise_multiplier):.3g} (rescale the loss)")
 
 
+def narrowest_dtype(model: nn.Module) -> torch.dtype:
+    """The floating dtype, among ``model``'s trainable parameters, with the smallest largest
+    value (``torch.finfo(dtype).max``): the dtype in which a clipped sum overflows first, so the
+    one :func:`check_sum_range` must be given (float32 if there is none)."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    dtypes = {p.dtype for p in model.parameters() if p.requires_grad and p.is_floating_point()}
+    return min(dtypes, key=lambda t: torch.finfo(t).max, default=torch.float32)
+
+
+def check_every_record_runs(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
+                            y: torch.Tensor, *, name: str = "train_data",
+                            chunk_size: int = 1024) -> None:
+    """Refuse, with a ``ValueError``, training data on which the model or the loss raises.
+
+    A record the model or the loss cannot take (a class label outside [0, K), a token id outside
+    the vocabulary, …) makes training raise only in the first step whose Poisson batch contains
+    it: whether, and when, a run stops would then be a release that no noise covers (a
+    membership test). So every trainer runs the model — in the train/eval mode the caller has
+    set, the mode it trains in; without gradients; on the device of its parameters — and the
+    per-example loss (:func:`~dplib.training.grads.per_example_losses`) once over ALL of (x, y),
+    ``chunk_size`` rows at a time, before the first step and before any noise is drawn; an
+    exception becomes a ``ValueError`` naming the rows of the failing chunk. Cost: one forward
+    pass over the n records without gradients (an epoch of DP-SGD takes a forward and a backward
+    pass over n records in expectation). Non-finite losses are not refused: such an example gets
+    clip factor 0 and adds nothing (:func:`~dplib.training.grads.clip_factors`). The pass leaves
+    torch's CPU (and CUDA) random state as it found it (``fork_rng``: dropout in train mode
+    draws from it) and must not change the model
+    (:func:`~dplib.training.models.forward_must_not_mutate`).
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_batch(x, y)
+    step = check_int("chunk_size", chunk_size)
+    dev = next((p.device for p in model.parameters()), x.device)
+    forked = [dev] if dev.type == "cuda" else []
+    with torch.random.fork_rng(devices=forked), torch.no_grad(), forward_must_not_mutate(model):
+        for s in range(0, x.shape[0], step):
+            try:   # .item(): a CUDA kernel's error surfaces here, not in a later step
+                per_example_losses(model, loss_fn, x[s:s + step].to(dev),
+                                   y[s:s + step].to(dev)).sum().item()
+            except Exception as exc:   # noqa: BLE001 - any failure is refused up front
+                raise ValueError(
+                    f"the model or the loss fails on some record of {name} rows {s} to "
+                    f"{min(s + step, x.shape[0]) - 1} ({type(exc).__name__}: {exc})"[:400]
+                    + ": such a record would stop training only in a step that samples it, a "
+                    "membership test. Fix or remove it (e.g. labels in [0, classes), token ids "
+                    "below the vocabulary size).") from exc
+
+
 def as_tensors(data: object, name: str, *, finite: bool = False
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(data, (tuple, list)) or len(data) != 2:
@@ -263,10 +313,19 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     :func:`~dplib.training.models.forward_must_not_mutate` refuses it. An example whose gradient
     is not finite adds nothing (:func:`~dplib.training.grads.clip_factors`).
 
+    Checks: :func:`~dplib.training.models.check_dp_compatible` on every call (a walk over the
+    modules, microseconds; refuses batch normalisation, which mixes the batch). Not run here:
+    the batch-independence probe :func:`~dplib.training.models.check_examples_independent`
+    (five forward passes on a fresh probe, about 5% of a ghost step of the speed benchmark's MLP
+    at batch 256 on one CPU thread), which :func:`train` runs once before training — a direct
+    caller must run it once too, and check its records as :func:`train` does
+    (:func:`check_every_record_runs`).
+
     Float noise: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD library does; like
     them it is not hardened against the floating-point attack of Mironov 2012 (Opacus offers a
     ``secure_mode`` for that; dplib does not).
     """
+    check_dp_compatible(model)
     c = check_max_grad_norm(max_grad_norm)
     sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
     denom = check_positive("expected_batch_size", expected_batch_size)
@@ -330,7 +389,10 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
 
     ``seed``: None (default) draws 63 fresh bits of OS entropy for the batches and the noise,
     recorded in :attr:`TrainResult.seed`. An integer makes the run reproducible — for
-    experiments, never for a release (module docstring). ``train_data`` must be finite.
+    experiments, never for a release (module docstring). ``train_data`` must be finite, and the
+    model and the loss must run on every record: before step 1 they are run once over all of it
+    (no gradients, in train mode; :func:`check_every_record_runs`), since an exception raised
+    only in a step that samples a record would itself reveal that record's membership.
 
     ``ema_decay`` β in (0, 1): parameter averaging (De et al. 2022). An exponential moving
     average θ̄_t = β θ̄_{t−1} + (1 − β) θ_t of the iterates is kept and copied into the model at
@@ -353,7 +415,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     n = x.shape[0]
     check_examples_independent(model, x, layers=ghost)
     sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
-    check_sum_range(c, sigma, n, next(p.dtype for p in model.parameters()))
+    check_sum_range(c, sigma, n, narrowest_dtype(model))
     vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
                                                             virtual_batch_size)
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
@@ -375,6 +437,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
         from .recipes import ExponentialAverage   # a sibling module; imported where it is used
         ema = ExponentialAverage(params, ema_decay)
     x_dev, y_dev = x.to(dev), y.to(dev)
+    check_every_record_runs(model, loss, x_dev, y_dev, chunk_size=min(vbs or 1024, 1024))
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
     noise_gen = torch.Generator(device="cpu" if noise_device == "cpu" else dev)
     noise_gen.manual_seed(seed)
