@@ -226,6 +226,12 @@ class PLDAccountant(Accountant):
         for _ in range(6):
             plds = [self._step_pld(p, direction, h, t) for p, t in zip(self.history, tails)]
             win = composition_window(plds, counts, tail_mass, self._max_grid)
+            if win[1] < win[0]:
+                # The Chernoff bounds put ≤ tail_mass above b and below a with b < a: impossible
+                # for a distribution, so their round-off (T·u per unit of log-MGF) has swamped
+                # them (q = 1e-12, T = 1e18 raised "Target length must be positive", T = 1e30
+                # OverflowError). No window can be trusted: the caller falls back as below.
+                return None
             if win[1] - win[0] < self._max_grid:
                 break
             # Wide composed losses (ε in the hundreds to billions): coarsen so the FFT fits; the
