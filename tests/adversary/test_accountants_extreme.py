@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
+from dplib import samplers
 from dplib.accounting import (DEFAULT_ORDERS, PLDAccountant, RDPAccountant, advanced_composition,
                               calibrate_noise, clt_mu, gdp_epsilon, group_privacy,
                               rdp_to_epsilon, subsampled_gaussian_rdp, wor_gaussian_rdp)
@@ -237,3 +238,17 @@ def test_rdp_largest_order_beside_the_default_grid_is_fast_and_bracketed():
     assert alpha / 2 + alpha * math.log(q) / (alpha - 1) <= r <= alpha / 2
     base = RDPAccountant().step(noise_multiplier=1.0, sample_rate=q, num_steps=steps)
     assert acc.get_epsilon(DELTA) <= base.get_epsilon(DELTA)
+
+
+def test_samplers_doc_gives_the_unit_the_accountant_takes():
+    """samplers.py told fixed_size_batches users to pass std/(2C); the accountant takes std/C."""
+    # WBK 2019, Thm 27 at α = 2: r(2) = log(1 + γ²·min{4(e^{1/σ'²} − 1), 2e^{1/σ'²}}) for the
+    # base mechanism N(0, σ'²) vs N(1, σ'²), σ' = std/(2C) (replace-one sensitivity 2C).
+    std, clip, gamma = 2.0, 1.0, 0.1
+    inv = 1.0 / (std / (2 * clip)) ** 2
+    closed_form = math.log1p(gamma**2 * min(4 * math.expm1(inv), 2 * math.exp(inv)))
+    acc = RDPAccountant(orders=[2.0], neighboring="replace_one", sampling="without_replacement")
+    acc.step(noise_multiplier=std / clip, sample_rate=gamma, num_steps=1)
+    assert acc.rdp[0] == pytest.approx(closed_form, rel=1e-12)     # std/C is the unit
+    doc = " ".join(samplers.__doc__.split())
+    assert "``noise_multiplier`` = s/C for noise std s" in doc and "s/(2C) for noise std" not in doc
