@@ -108,9 +108,11 @@ def _log_delta_upper(mu: float | np.ndarray, epsilon: float | np.ndarray) -> np.
         s = eps / r
         a, b, w = r / 2 - s, -r / 2 - s, r / 2 + s
         la = log_ndtr(a)
-        da = 8 * _U * ((np.abs(a) + 1) * w + np.abs(la))
+        # 8u first, so that (|a| + 1)·w ≈ a² near the top of the doubles cannot overflow to inf
+        da = 8 * _U * (np.abs(a) + 1) * w + 8 * _U * np.abs(la)
         ga, gb = _log_ndtr_scaled(a), _log_ndtr_scaled(b)
-        dd = 8 * _U * (np.abs(ga) + np.abs(gb) + 4 + w * (_mills_excess(a) + _mills_excess(b)))
+        dd = (8 * _U * (np.abs(ga) + np.abs(gb) + 4)
+              + 8 * _U * w * (_mills_excess(a) + _mills_excess(b)))
         log_big = np.log(-np.expm1(np.minimum(gb - ga, 0.0) - dd))
         h_mean = 0.5 * (_mills_excess(-s[..., None] + (r / 2)[..., None] * _GL_NODES)
                         @ _GL_WEIGHTS)

@@ -21,6 +21,11 @@ References, each computed by a route independent of the code under test:
   :func:`dplib.accounting.clt_mu`), accurate when q√T = O(1) and T → ∞, is used as a
   plausibility floor (within 20 %), not as a bound.
 
+The last tests take inputs that once crashed, returned NaN or blamed an internal value
+(discrete δ at ε ≥ 710, group privacy and advanced composition past e^709, the amplification
+recipe, PLD at T = 1e18, RDP orders of 1e300): each now gets its closed-form or mpmath value
+(inf where that exceeds every double) or a ``ValueError`` naming the caller's parameter.
+
 The time bound is 2 s per call, measured with ``time.perf_counter`` around the whole call
 (``step`` and the first query, where the composition happens); a call over it is repeated once
 and the faster run counts (contention on a shared 2-core machine, not the code, can stall one run).

@@ -112,6 +112,18 @@ def test_analytic_sigma_meets_delta_checked_with_mpmath(eps, delta, sens):
     assert _exact_log_delta(sigma * (1 - 1e-6), eps, sens) > log_target
 
 
+@pytest.mark.parametrize("eps", [1e30, 1e100, 1e300])
+def test_analytic_sigma_at_huge_epsilon_meets_delta_and_is_tight(eps):
+    """σ meets δ (mpmath) and is Δ/√(2ε) to 1e-13 (an overflow made it 2.7e4× too big at 1e300)."""
+    # a = μ/2 − ε/μ = −Φ^{-1}(1 − δ) + o(1) at the optimum, so μ = √(2ε) (1 + O(ε^{-1/2}))
+    sigma = gaussian_sigma(eps, 1e-5, method="analytic")
+    assert sigma == pytest.approx(1.0 / math.sqrt(2 * eps), rel=1e-13)
+    with mpmath.workdps(400):
+        mu, e = 1 / mpmath.mpf(sigma), mpmath.mpf(eps)
+        exact = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+    assert exact <= 1e-5
+
+
 @pytest.mark.parametrize("sigma", [1e-31, 1e-40, 1e-100])
 def test_gaussian_epsilon_is_not_capped_at_2_to_200(sigma):
     """ε is the closed form μ²/2 to 1e-12, not 2^200 ≈ 1.6e60 (σ = 1e-31: exact 5e61)."""
