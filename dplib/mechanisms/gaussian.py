@@ -12,7 +12,8 @@ whichever adjacency Δ was computed for) is
 
   for every ε ≥ 0. The analytic Gaussian mechanism (their Alg. 1) uses the smallest such σ,
   found here by bisection in log σ with the right-hand side evaluated in log space
-  (``scipy.special.log_ndtr``), so tails as small as δ = 1e-12 and ε = 20 stay accurate.
+  (``scipy.special.log_ndtr``, ``erfcx``) without cancellation and rounded up
+  (:func:`_log_delta_upper`), so tails as small as δ = 1e-300 and any Δ/σ stay upper bounds.
 
 Privacy loss (Balle & Wang 2018, Lemma 3; Dwork & Roth 2014, proof of Thm A.1): with f(D) = 0 and
 f(D') = Δ (1-d after rotating), L(o) = ln p_D(o)/p_D'(o) = (Δ² − 2Δo)/(2σ²); for o ~ N(0, σ²),
@@ -38,7 +39,8 @@ _U = 2.0 ** -53
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(10)
 #: Relative allowance on 1 − e^d in the μ ≤ 1 branch of :func:`_log_delta_upper`: 200 times the
 #: largest relative error of that branch's μ·H·(e^d − 1)/d measured against mpmath (5e-15 for
-#: μ ∈ [5e-324, 1], ε/μ ∈ [0, 1e6]; ``tests/unit/test_laplace_gaussian.py`` re-checks it).
+#: μ ∈ [5e-324, 1], ε/μ ∈ [0, 1e6]); ``tests/unit/test_laplace_gaussian.py`` checks that δ stays
+#: at or above mpmath's.
 _KAPPA = 1e-12
 
 
@@ -188,7 +190,9 @@ def gaussian_sigma(epsilon: float | np.ndarray, delta: float | np.ndarray,
     ``method="classic"``: σ = Δ √(2 ln(1.25/δ)) / ε (Dwork & Roth 2014, Thm A.1), which is a
     theorem only for 0 < ε < 1: larger ε raises ``ValueError``. ``method="analytic"``: the
     smallest σ satisfying Balle & Wang (2018) Thm 8 (their Alg. 1), valid for every ε > 0 and
-    never larger than the classic σ. Vectorised with broadcasting over ``epsilon``, ``delta``.
+    never larger than the classic σ; it is checked with δ rounded up (:func:`gaussian_delta`), so
+    it always meets δ and exceeds the exact optimum by round-off only (inf where no double σ
+    suffices). Vectorised with broadcasting over ``epsilon``, ``delta``.
     """
     method = check_choice("method", method, _METHODS)
     eps = check_real_array("epsilon", epsilon, low=0.0)
