@@ -9,15 +9,18 @@ sampler                     batch size                analysis it matches
                                                       (``RDPAccountant(sampling=
                                                       "without_replacement", neighboring=
                                                       "replace_one")``, q = m/n, σ = noise
-                                                      std / 2C: see below)
+                                                      std / C: see below)
 :func:`shuffled_epochs`     m (last one may be less)  none of the above: a shuffled pass is not
                                                       a sequence of independent subsamples
 ==========================  ========================  ==========================================
 
-Units for :func:`fixed_size_batches`: that RDP accountant takes σ = noise std / ℓ2 sensitivity of
-the released sum under replace-one (2C for a clipped sum with clipping norm C), i.e.
-``noise_multiplier`` = s/(2C) for noise std s — not s/C, which is the unit of
-``PLDAccountant(neighboring="replace_one")`` (σ = noise std / C, the 2C sensitivity built in).
+Units for :func:`fixed_size_batches`: ``noise_multiplier`` = s/C for noise std s and clipping norm
+C, as for every dplib accountant, sampler and relation (:mod:`dplib.accounting.events`). Under
+replace-one a record can move the clipped sum by up to 2C; the accountants account for that
+themselves: ``RDPAccountant(neighboring="replace_one")`` passes σ/2 to
+:func:`dplib.accounting.wor_gaussian_rdp` (the bare formula of Wang, Balle & Kasiviswanathan 2019,
+Thm 27, stated for noise std / 2C), and ``PLDAccountant(neighboring="replace_one")`` builds the 2C
+into its pair. Passing s/(2C) to an accountant would halve σ twice and overstate ε.
 
 All samplers take an explicit ``rng`` (numpy ``Generator`` or seed) and return index arrays into
 ``range(n)``. None of them loops over examples in Python. Amplification by subsampling assumes

@@ -71,17 +71,38 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_slack: floa
     (Kairouz, Oh & Viswanath 2015, Thm 3.4, third expression), the bound Razaviyayn's lecture
     notes quote (``RazaviyaynLecture11``, with a misprinted denominator e^{ε+1}). Both are upper bounds on the exact optimum,
     :func:`optimal_composition_epsilon`; the δ returned is kδ + δ' in both cases (for KOV,
-    1 − (1 − δ)^k (1 − δ') ≤ kδ + δ').
+    1 − (1 − δ)^k (1 − δ') ≤ kδ + δ'). Where ε' exceeds the largest double (``form="drv"``,
+    ε ≳ 700) it is returned as inf, the bound rounded up.
     """
     form = check_choice("form", form, ("drv", "kov"))
     eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
     dlt = check_probability("delta", delta, high_open=True)
     k = check_int("k", k)
     slack = check_probability("delta_slack", delta_slack, low_open=True, high_open=True)
-    # (e^ε − 1)/(e^ε + 1) = tanh(ε/2)
-    drift = math.expm1(eps) if form == "drv" else math.tanh(eps / 2)
-    eps_total = eps * math.sqrt(2 * k * math.log(1 / slack)) + k * eps * drift
+    if form == "kov":
+        excess = k * eps * math.tanh(eps / 2)           # (e^ε − 1)/(e^ε + 1) = tanh(ε/2)
+    elif eps < 700.0:
+        excess = k * eps * math.expm1(eps)
+    else:
+        # e^ε overflows a float from ε ≈ 709.8 on, but every ε ≥ 0 is in the documented range:
+        # k·ε·(e^ε − 1) is taken in log space, and where it exceeds the largest double the
+        # bound is above every float (and vacuous), so inf — rounding up — is its true value.
+        excess = _exp_or_inf(math.log(k) + math.log(eps) + eps + math.log1p(-math.exp(-eps)))
+    eps_total = eps * math.sqrt(2 * k * math.log(1 / slack)) + excess
     return eps_total, k * dlt + slack
+
+
+def _exp_or_inf(x: float) -> float:
+    """e^x, or inf where it exceeds the largest double (a bound that large is rounded up)."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _log_expm1(x: float) -> float:
+    """log(e^x − 1) for x > 0 without overflow (x + log(1 − e^{−x}) for large x; inf at inf)."""
+    return math.log(math.expm1(x)) if x < 700.0 else x + math.log1p(-math.exp(-x))
 
 
 def _rr_log_weights(epsilon: float, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -162,9 +183,18 @@ def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     Thm 2.2 for δ = 0).
 
     Walk from D to D' through k − 1 intermediate data sets: each step multiplies by e^ε and adds δ,
-    so the δ terms form the geometric sum δ(1 + e^ε + … + e^{(k−1)ε}).
+    so the δ terms form the geometric sum δ(1 + e^ε + … + e^{(k−1)ε}). Computed in log space where
+    e^{kε} overflows; a δ total above the largest double is returned as inf (rounded up).
     """
     eps = check_real("epsilon", epsilon, low=0.0)
     dlt = check_probability("delta", delta, high_open=True)
     k = check_int("k", k)
-    return k * eps, dlt * math.expm1(k * eps) / math.expm1(eps)
+    if k * eps < 700.0:
+        return k * eps, dlt * math.expm1(k * eps) / math.expm1(eps)
+    # Every ε > 0 is in the documented range, but e^{kε} overflows from kε ≈ 709.8 (ε = 710,
+    # k = 2 raised OverflowError) although δ(e^{kε} − 1)/(e^ε − 1) ≈ δ·e^{(k−1)ε} may be a
+    # double: there it is taken in log space. A total above the largest double is rounded up to
+    # inf (it is ≥ 1 long before: the bound is then vacuous, but still true).
+    if dlt == 0.0:
+        return k * eps, 0.0
+    return k * eps, _exp_or_inf(math.log(dlt) + _log_expm1(k * eps) - _log_expm1(eps))

@@ -40,9 +40,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
 
 from .._validate import check_positive
+from ..mechanisms.gaussian import _log_delta_upper
 from ._base import Accountant, check_delta, check_epsilon
 from .pld_fft import MAX_GRID_SIZE, WINDOW_TAIL, compose, composition_window, delta_curve
 from .pld_grid import DiscretePLD, loss_range, loss_scale, subsampled_gaussian_pld
@@ -58,28 +58,13 @@ _H_FRACTION = 0.05
 MAX_STEP_GRID = 1 << 16
 #: The single-step truncations of T steps leave at most this fraction of δ as infinite loss.
 _STEP_TAIL_FRACTION = 1e-4
-_U = 2.0 ** -53
 
 
 def _gdp_log_delta_upper(mu: float, epsilon: float) -> float:
-    """log of an upper bound on δ(ε) of μ-GDP, δ(ε) = Φ(μ/2 − ε/μ) − e^ε·Φ(−μ/2 − ε/μ)
-    (Balle & Wang 2018, Thm 8; Dong, Roth & Su 2022, Cor. 2.13), round-off included.
-
-    Written as Φ(a)·(1 − e^{d}), d = ε + log Φ(b) − log Φ(a) ≤ 0, in log space (``log_ndtr``).
-    a and b are differences of terms of size w = μ/2 + ε/μ, so they err by ~u·w; since
-    |d log Φ(x)/dx| ≤ |x| + 1 (Mills ratio), log Φ(a) errs by Δa ≲ u·((|a| + 1)·w + |log Φ(a)|),
-    likewise Δb, and d by Δd ≲ u·(|ε| + |log Φ(a)| + |log Φ(b)|) + Δa + Δb. Eight times these are
-    added (log Φ(a) + 8Δa, 1 − e^d + 8Δd), so the result is never below the exact δ; the
-    allowance is ~1e-8 of δ even at μ = 3e6, ε = 5e12 (σ = 0.01, T = 1e9).
-    """
-    a, b = mu / 2 - epsilon / mu, -mu / 2 - epsilon / mu
-    la, lb = float(log_ndtr(a)), float(log_ndtr(b))
-    w = mu / 2 + epsilon / mu
-    da = 8 * _U * ((abs(a) + 1) * w + abs(la))
-    db = 8 * _U * ((abs(b) + 1) * w + abs(lb))
-    dd = 8 * _U * (abs(epsilon) + abs(la) + abs(lb)) + da + db
-    d = min(epsilon + lb - la, 0.0)
-    return min(la + da + math.log(-math.expm1(d) + dd), 0.0)
+    """log of an upper bound on δ(ε) of μ-GDP (Balle & Wang 2018, Thm 8; Dong, Roth & Su 2022,
+    Cor. 2.13), round-off included: :func:`dplib.mechanisms.gaussian._log_delta_upper`, the one
+    implementation of this curve (its docstring bounds the allowance), as a float."""
+    return float(_log_delta_upper(mu, epsilon))
 
 
 def _gdp_epsilon_upper(mu: float, delta: float) -> float:
@@ -241,6 +226,12 @@ class PLDAccountant(Accountant):
         for _ in range(6):
             plds = [self._step_pld(p, direction, h, t) for p, t in zip(self.history, tails)]
             win = composition_window(plds, counts, tail_mass, self._max_grid)
+            if win[1] < win[0]:
+                # The Chernoff bounds put ≤ tail_mass above b and below a with b < a: impossible
+                # for a distribution, so their round-off (T·u per unit of log-MGF) has swamped
+                # them (q = 1e-12, T = 1e18 raised "Target length must be positive", T = 1e30
+                # OverflowError). No window can be trusted: the caller falls back as below.
+                return None
             if win[1] - win[0] < self._max_grid:
                 break
             # Wide composed losses (ε in the hundreds to billions): coarsen so the FFT fits; the

@@ -32,8 +32,8 @@ import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
 from .._validate import check_choice, check_probability
-from ._base import (Accountant, check_delta, check_epsilon, check_noise_multiplier,
-                    check_orders)
+from ._base import (MAX_ORDER, Accountant, by_order_blocks, check_delta, check_epsilon,
+                    check_noise_multiplier, check_orders)
 from .registry import register_accountant
 from .subsampling import wor_gaussian_rdp
 
@@ -90,8 +90,13 @@ def _log_a_integer(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
     Written as A_α = 1 + Σ_{i≥2} C(α,i)(1−q)^{α−i} q^i (exp((i²−i)/(2σ²)) − 1), which holds because
     the binomial weights sum to 1 and the i = 0, 1 exponents vanish. Every term is ≥ 0, so the sum
     has no cancellation and log A_α = log1p(·) stays accurate when A_α − 1 is tiny (tiny q, huge σ).
-    One (orders × i) matrix, no Python loop over orders.
+    One (orders × i) matrix per block of orders (:func:`~dplib.accounting._base.by_order_blocks`).
     """
+    return by_order_blocks(alpha, lambda block: _log_a_integer_block(block, q, sigma))
+
+
+def _log_a_integer_block(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
+    """:func:`_log_a_integer` for one block of orders."""
     a_max = int(alpha.max())
     i = np.arange(2, a_max + 1, dtype=float)[None, :]
     a = alpha[:, None]
@@ -216,13 +221,13 @@ def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
 
     Parameters
     ----------
-    orders : α > 1, scalar or 1-D array.
+    orders : α ∈ (1, 1e6] (:data:`~dplib.accounting._base.MAX_ORDER`), scalar or 1-D array.
     noise_multiplier : σ > 0, noise standard deviation divided by the ℓ2 sensitivity.
     sample_rate : q ∈ (0, 1], the Poisson sampling probability.
 
     Returns an array with one RDP value per order (for one step; multiply by the number of steps).
     """
-    alpha = check_orders(orders)
+    alpha = check_orders(orders, high=MAX_ORDER)
     sigma = check_noise_multiplier(noise_multiplier)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     if q == 1.0:
@@ -345,8 +350,9 @@ class RDPAccountant(Accountant):
 
     Parameters
     ----------
-    orders : the grid of orders α over which the conversion minimises (default
-        :data:`DEFAULT_ORDERS`; pass :data:`OPACUS_ORDERS` to reproduce Opacus exactly).
+    orders : the grid of orders α ∈ (1, 1e6] over which the conversion minimises (default
+        :data:`DEFAULT_ORDERS`; pass :data:`OPACUS_ORDERS` to reproduce Opacus exactly); the cap
+        is :data:`~dplib.accounting._base.MAX_ORDER`, whose comment says why.
     conversion : "improved" (CKS 2020 Prop. 12, default) or "classic" (Mironov 2017 Prop. 3).
     neighboring : "add_remove" (default) or "replace_one".
     sampling : the sampler the :meth:`step` shorthand describes: "poisson" (default) or
@@ -360,7 +366,7 @@ class RDPAccountant(Accountant):
             raise ValueError("(sampling, neighboring): sampling='without_replacement' is analysed "
                              "under neighboring='replace_one' (n is public), got "
                              f"({sampling!r}, {neighboring!r})")
-        self.orders = check_orders(DEFAULT_ORDERS if orders is None else orders)
+        self.orders = check_orders(DEFAULT_ORDERS if orders is None else orders, high=MAX_ORDER)
         if conversion not in ("improved", "classic"):
             raise ValueError(f"conversion must be 'improved' or 'classic', got {conversion!r}")
         self.conversion = conversion

@@ -41,7 +41,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from .._validate import check_int, check_positive, check_probability, check_real_array
-from ._base import check_noise_multiplier, check_orders
+from ._base import MAX_ORDER, by_order_blocks, check_noise_multiplier, check_orders
 
 __all__ = ["amplified_epsilon", "amplified_delta", "amplify", "amplified_epsilon_bound",
            "wor_gaussian_rdp", "amplified_advanced_composition"]
@@ -135,7 +135,13 @@ def _wbk_log_a_int(alpha: np.ndarray, gamma: float, sigma: float) -> np.ndarray:
 
     ε(j) = j/(2σ²), g as in :func:`_log_forward_differences`. Above order
     :data:`WBK_EXACT_MAX_ORDER` only the second branch of each min is used (still a bound).
+    Computed per block of orders (:func:`~dplib.accounting._base.by_order_blocks`).
     """
+    return by_order_blocks(alpha, lambda block: _wbk_log_a_int_block(block, gamma, sigma))
+
+
+def _wbk_log_a_int_block(alpha: np.ndarray, gamma: float, sigma: float) -> np.ndarray:
+    """:func:`_wbk_log_a_int` for one block of orders."""
     a_max = int(alpha.max())
     j = np.arange(2, a_max + 1, dtype=float)
     cgf = (j - 1) * j / (2 * sigma**2)                     # (j − 1)·ε(j)
@@ -172,13 +178,15 @@ def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float
     between ⌊α⌋ and ⌈α⌉, an upper bound because it is convex in α (WBK 2019, Cor. 10). γ = 1 is
     the plain Gaussian α/(2σ²) (Mironov 2017, Prop. 7).
 
+    Orders α ∈ (1, 1e6] (:data:`~dplib.accounting._base.MAX_ORDER`: the sum has α terms).
+
     Units (of this formula, not of the accountants): σ = ``noise_multiplier`` = noise std / ℓ2
     sensitivity of the released sum under replace-one (2C for a clipped sum with clipping norm C),
     i.e. σ = s/(2C) for noise std s — the base mechanism is N(0, σ²) vs N(1, σ²).
     ``RDPAccountant(neighboring="replace_one")`` takes s/C like every accountant and passes half
     of it here.
     """
-    alpha = check_orders(orders)
+    alpha = check_orders(orders, high=MAX_ORDER)
     sigma = check_noise_multiplier(noise_multiplier)
     gamma = check_probability("sample_rate", sample_rate, low_open=True)
     if gamma == 1.0:
@@ -202,8 +210,10 @@ def amplified_advanced_composition(noise_multiplier: float, sample_rate: float, 
     exact δ(ε) curve (Balle & Wang 2018, Thm 8), amplified by subsampling at rate q to
     (ln(1 + q(e^{ε0} − 1)), q·δ0) (Balle, Barthe & Gaboardi 2018), then composed over T steps by
     advanced composition (Dwork, Rothblum & Vadhan 2010). δ is split evenly: T·q·δ0 = δ/2 for the
-    steps and δ' = δ/2 for the composition. A valid but loose upper bound, shown to compare with
-    the RDP and PLD accountants; the split of δ is a choice, not an optimum. Use
+    steps and δ' = δ/2 for the composition, so δ < 2Tq is needed (δ0 < 1; ``ValueError``
+    otherwise). A valid but loose upper bound, shown to compare with the RDP and PLD
+    accountants; the split of δ is a choice, not an optimum; inf where it exceeds every double
+    (e.g. σ = 0.02: ε0 ≈ 1250). Use
     ``sensitivity=2`` under replace-one adjacency (a replaced record moves a clipped sum by up to
     2C) with sampling without replacement, whose amplification has the same form (BBG 2018).
     """
@@ -215,6 +225,11 @@ def amplified_advanced_composition(noise_multiplier: float, sample_rate: float, 
     t = check_int("num_steps", num_steps)
     d = check_probability("delta", delta, low_open=True, high_open=True)
     sens = check_positive("sensitivity", sensitivity)
+    if t <= d / (2 * q):     # int vs float compares exactly, with no overflow for huge T
+        raise ValueError(
+            f"delta must be < 2·num_steps·sample_rate = {2 * q * t:g} for this recipe (each step "
+            f"gets δ0 = delta/(2·num_steps·sample_rate), which must be < 1), got delta={delta!r} "
+            f"with sample_rate={sample_rate!r}, num_steps={num_steps!r}")
     d0 = d / (2 * t * q)
     e0 = float(gaussian_epsilon(sigma, d0, sens))
     e1 = float(amplified_epsilon(e0, q))

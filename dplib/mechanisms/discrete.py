@@ -236,7 +236,10 @@ def discrete_gaussian_delta(sigma_squared: float, epsilon: float | np.ndarray,
         return tail[i]
 
     e = np.asarray(eps)
-    delta = p_greater(e * s2 / d - d / 2) - np.exp(e) * p_greater(e * s2 / d + d / 2)
+    # e^ε·P[…] in log space: e^ε overflows from ε ≈ 709.8, where P[…] is 0 and inf·0 gave NaN
+    with np.errstate(divide="ignore", over="ignore"):
+        second = np.exp(e + np.log(p_greater(e * s2 / d + d / 2)))
+    delta = p_greater(e * s2 / d - d / 2) - second
     delta = np.maximum(delta, 0.0)   # only rounding can make it negative
     return float(delta) if delta.ndim == 0 else delta
 

@@ -6,10 +6,12 @@ showing that a deliberately wrong scale fails it, so the test has power.
 """
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from scipy import stats
 
+from dplib.accounting import gdp_epsilon
 from dplib.mechanisms import (float_laplace_reachable, gaussian_delta, gaussian_epsilon,
                               gaussian_mechanism, gaussian_privacy_loss, gaussian_sigma,
                               laplace_mechanism, laplace_privacy_loss, laplace_scale,
@@ -61,6 +63,81 @@ def test_delta_and_epsilon_agree_with_dp_accounting():
             assert gaussian_epsilon(sigma, d) == pytest.approx(ref, rel=1e-6, abs=1e-9)
     # Theorem 8 is symmetric in the sense δ(ε) → 0 as ε grows, 1 − ... at ε = 0: δ = 2Φ(Δ/2σ) − 1.
     assert gaussian_delta(2.0, 0.0) == pytest.approx(2 * stats.norm.cdf(0.25) - 1, rel=1e-12)
+
+
+# --- δ(ε), σ and ε(δ) where Δ/σ is tiny or huge (references: mpmath, closed forms) ------------
+
+def _exact_log_delta(sigma, eps, sens=1.0):
+    """log δ(ε) of N(0, σ²) on sensitivity Δ (Balle & Wang 2018, Thm 8) in mpmath, with enough
+    digits to resolve Φ(a) − e^ε·Φ(b), whose two terms agree to about |log10(Δ/σ)| digits."""
+    mu = mpmath.mpf(sens) / mpmath.mpf(sigma)
+    digits = 50 + max(0, -int(mpmath.log10(mu)))
+    with mpmath.workdps(digits):
+        mu, e = mpmath.mpf(sens) / mpmath.mpf(sigma), mpmath.mpf(eps)
+        d = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+        return mpmath.log(d) if d > 0 else -mpmath.inf
+
+
+@pytest.mark.parametrize("sigma, eps", [(1.032008862e13, 1e-12), (3.593352611e15, 1e-300),
+                                        (2.535769055e13, 1e-12), (1e10, 1e-9), (1e15, 0.0)])
+def test_gaussian_delta_tiny_ratio_is_not_rounded_down(sigma, eps):
+    """Δ/σ ≲ 1e-11 made ε + log Φ(b) − log Φ(a) cancel to δ = 0 (exact 2.6e-39 at σ = 1.03e13)."""
+    got = math.log(gaussian_delta(sigma, eps))
+    assert 0.0 <= got - float(_exact_log_delta(sigma, eps)) <= 1e-11
+
+
+def test_gaussian_delta_never_below_exact_and_accurate():
+    """δ is never below mpmath's and ≤ 1e-9 above it for Δ/σ ∈ [1e-290, 1e3], a ∈ [−37, 1]."""
+    # the old form was below: by 1e-7 (relative) at Δ/σ = 2.4e-6, and δ = 0 at Δ/σ = 1e-290
+    for mu in np.geomspace(1e-290, 1e3, 35):
+        for a in (1.0, 0.0, -0.5, -2.0, -6.0, -15.0, -30.0, -37.0):
+            eps = mu * (mu / 2 - a)                       # a = μ/2 − ε/μ
+            if eps < 0:
+                continue
+            exact = _exact_log_delta(1.0 / mu, eps)
+            if exact < math.log(1e-300):
+                continue
+            err = float(mpmath.log(gaussian_delta(1.0 / mu, eps)) - exact)
+            assert 0.0 <= err <= 1e-9, (mu, eps, err)
+
+
+@pytest.mark.parametrize("eps, delta", [(1e-12, 1e-100), (1e-300, 1e-100), (1e-12, 1e-300),
+                                        (0.01, 1e-300), (1e-6, 1e-12), (1e-12, 1e-12)])
+@pytest.mark.parametrize("sens", [1.0, 1e-200, 1e200])
+def test_analytic_sigma_meets_delta_checked_with_mpmath(eps, delta, sens):
+    """σ meets δ by mpmath and is tight (σ(1e-12, 1e-100) was 1.03e13, exact δ 2.6e-39)."""
+    sigma = gaussian_sigma(eps, delta, sens, method="analytic")
+    log_target = mpmath.log(delta)
+    assert _exact_log_delta(sigma, eps, sens) <= log_target
+    assert _exact_log_delta(sigma * (1 - 1e-6), eps, sens) > log_target
+
+
+@pytest.mark.parametrize("eps", [1e30, 1e100, 1e300])
+def test_analytic_sigma_at_huge_epsilon_meets_delta_and_is_tight(eps):
+    """σ meets δ (mpmath) and is Δ/√(2ε) to 1e-13 (an overflow made it 2.7e4× too big at 1e300)."""
+    # a = μ/2 − ε/μ = −Φ^{-1}(1 − δ) + o(1) at the optimum, so μ = √(2ε) (1 + O(ε^{-1/2}))
+    sigma = gaussian_sigma(eps, 1e-5, method="analytic")
+    assert sigma == pytest.approx(1.0 / math.sqrt(2 * eps), rel=1e-13)
+    with mpmath.workdps(400):
+        mu, e = 1 / mpmath.mpf(sigma), mpmath.mpf(eps)
+        exact = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+    assert exact <= 1e-5
+
+
+@pytest.mark.parametrize("sigma", [1e-31, 1e-40, 1e-100])
+def test_gaussian_epsilon_is_not_capped_at_2_to_200(sigma):
+    """ε is the closed form μ²/2 to 1e-12, not 2^200 ≈ 1.6e60 (σ = 1e-31: exact 5e61)."""
+    # With μ = 1/σ the exact ε lies in (μ²/2, μ²/2 + 5μ): δ(μ²/2) = 1/2 − e^{μ²/2}Φ(−μ)
+    # ≥ 1/2 − 1/(μ√(2π)) > 1e-5 (Mills ratio) and δ(μ²/2 + 5μ) ≤ Φ(−5) < 1e-5 (Thm 8).
+    half = 0.5 / sigma**2
+    assert half <= gaussian_epsilon(sigma, 1e-5) <= half * (1 + 1e-12)
+    assert half <= gdp_epsilon(1.0 / sigma, 1e-5) <= half * (1 + 1e-12)
+
+
+def test_gaussian_epsilon_is_inf_beyond_the_doubles():
+    """σ = 1e-200: the exact ε > μ²/2 = 5e399 exceeds every double, so inf, not a finite ε."""
+    assert gaussian_epsilon(1e-200, 1e-5) == math.inf
+    np.testing.assert_array_equal(gaussian_epsilon([1e-200, 1.0], 1e-5) == math.inf, [True, False])
 
 
 def test_classic_refuses_epsilon_at_least_one():
