@@ -42,7 +42,7 @@ import math
 import numpy as np
 
 from .._validate import check_positive
-from ..mechanisms.gaussian import _log_delta_upper
+from ..mechanisms.gaussian import gaussian_log_delta
 from ._base import Accountant, check_delta, check_epsilon
 from .pld_fft import MAX_GRID_SIZE, WINDOW_TAIL, compose, composition_window, delta_curve
 from .pld_grid import DiscretePLD, loss_range, loss_scale, subsampled_gaussian_pld
@@ -62,9 +62,9 @@ _STEP_TAIL_FRACTION = 1e-4
 
 def _gdp_log_delta_upper(mu: float, epsilon: float) -> float:
     """log of an upper bound on δ(ε) of μ-GDP (Balle & Wang 2018, Thm 8; Dong, Roth & Su 2022,
-    Cor. 2.13), round-off included: :func:`dplib.mechanisms.gaussian._log_delta_upper`, the one
-    implementation of this curve (its docstring bounds the allowance), as a float."""
-    return float(_log_delta_upper(mu, epsilon))
+    Cor. 2.13), round-off included: :func:`dplib.mechanisms.gaussian.gaussian_log_delta`, the
+    one implementation of this curve (its docstring bounds the allowance), as a float."""
+    return float(gaussian_log_delta(mu, epsilon))
 
 
 def _gdp_epsilon_upper(mu: float, delta: float) -> float:

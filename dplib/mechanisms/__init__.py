@@ -19,7 +19,7 @@ from .discrete import (bernoulli_exp, discrete_gaussian, discrete_gaussian_delta
                        discrete_laplace_mechanism, discrete_laplace_pmf)
 from .exponential import (exponential_mechanism, exponential_mechanism_probabilities,
                           report_noisy_max)
-from .gaussian import (gaussian_delta, gaussian_epsilon, gaussian_mechanism,
+from .gaussian import (gaussian_delta, gaussian_epsilon, gaussian_log_delta, gaussian_mechanism,
                        gaussian_privacy_loss, gaussian_sigma)
 from .laplace import (float_laplace_reachable, laplace_mechanism, laplace_privacy_loss,
                       laplace_scale, mean_sensitivity, textbook_float_laplace)
@@ -32,8 +32,8 @@ __all__ = [
     "rr_estimator_variance", "rr_p_truth", "rr_simulate_estimates", "rr_posterior",
     "laplace_scale", "laplace_mechanism", "laplace_privacy_loss", "mean_sensitivity",
     "textbook_float_laplace", "float_laplace_reachable",
-    "gaussian_sigma", "gaussian_delta", "gaussian_epsilon", "gaussian_mechanism",
-    "gaussian_privacy_loss",
+    "gaussian_sigma", "gaussian_delta", "gaussian_log_delta", "gaussian_epsilon",
+    "gaussian_mechanism", "gaussian_privacy_loss",
     "bernoulli_exp", "discrete_laplace", "discrete_gaussian", "discrete_laplace_pmf",
     "discrete_gaussian_pmf", "discrete_laplace_mechanism", "discrete_gaussian_mechanism",
     "discrete_gaussian_delta",

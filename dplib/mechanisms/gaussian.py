@@ -28,7 +28,7 @@ from .._validate import (as_generator, check_choice, check_finite_array, check_p
                          check_real, check_real_array)
 from .laplace import check_noise_scale, check_resolution
 
-__all__ = ["gaussian_sigma", "gaussian_delta", "gaussian_epsilon", "gaussian_mechanism",
+__all__ = ["gaussian_sigma", "gaussian_delta", "gaussian_log_delta", "gaussian_epsilon", "gaussian_mechanism",
            "gaussian_privacy_loss"]
 
 _METHODS = ("classic", "analytic")
@@ -124,6 +124,17 @@ def _log_delta_upper(mu: float | np.ndarray, epsilon: float | np.ndarray) -> np.
         lg = np.where(r > 1, log_big, log_small)
         out = np.minimum(la + da + lg + 8 * _U * np.abs(lg), 0.0)
     return np.where(pos & (la > -np.inf), out, -np.inf)
+
+
+def gaussian_log_delta(mu: float | np.ndarray, epsilon: float | np.ndarray) -> np.ndarray | float:
+    """log δ(ε) of the Gaussian mechanism at Δ/σ = μ (μ-GDP; Balle & Wang 2018, Thm 8), never
+    below the exact value: :func:`_log_delta_upper`, the one implementation of this curve, which
+    :func:`gaussian_delta` and :class:`dplib.accounting.PLDAccountant` both use. In log space, so
+    δ far below the smallest double (−inf only where μ = 0). μ ∈ [0, ∞], ε ∈ [0, ∞]."""
+    m = check_real_array("mu", mu, low=0.0, low_open=False, high_open=False)
+    eps = check_real_array("epsilon", epsilon, low=0.0, low_open=False, high_open=False)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        return _scalar_or_array(_log_delta_upper(m, eps))
 
 
 def _log_delta(sigma: np.ndarray, epsilon: np.ndarray, sensitivity: float) -> np.ndarray:
