@@ -130,7 +130,8 @@ def gaussian_log_delta(mu: float | np.ndarray, epsilon: float | np.ndarray) -> n
     """log δ(ε) of the Gaussian mechanism at Δ/σ = μ (μ-GDP; Balle & Wang 2018, Thm 8), never
     below the exact value: :func:`_log_delta_upper`, the one implementation of this curve, which
     :func:`gaussian_delta` and :class:`dplib.accounting.PLDAccountant` both use. In log space, so
-    δ far below the smallest double (−inf only where μ = 0). μ ∈ [0, ∞], ε ∈ [0, ∞]."""
+    δ far below the smallest double; −inf where μ = 0, and where log δ itself is below the most
+    negative double (δ is then 0 in double either way). μ ∈ [0, ∞], ε ∈ [0, ∞]."""
     m = check_real_array("mu", mu, low=0.0, low_open=False, high_open=False)
     eps = check_real_array("epsilon", epsilon, low=0.0, low_open=False, high_open=False)
     with np.errstate(over="ignore", under="ignore", divide="ignore"):

@@ -28,13 +28,17 @@ per-example gradient of a layer on the Gram path is ever stored.
 Numerics: norms do not under-estimate the gradient the clipped sum uses (up to float
 rounding). Where the per-example gradient is formed (or T = 1, ‖a‖·‖g‖) the norm is taken from
 those very numbers by :func:`~dplib.training.grads.row_norms` (scaled where needed: no overflow
-or underflow). The Gram form squares activations, so an example whose largest absolute
-activation or output gradient leaves [2^-50, 2^50] (a record of 1e30, 1e-25, …) makes that
-layer rescale that tensor, every example by its own largest entry, before any square is formed; normal batches pay only a max and a min reduction for the check. A Gram-form
-squared norm also carries an a-priori bound on its own rounding error
-(:func:`~dplib.training.ghost_layers._rounding_slack`): a record whose positions cancel in
-floating point (true norm 3.9·10⁶, float32 Gram value 0) is clipped by an upper bound on its
-norm, never left unclipped; on ordinary float32 batches the bound adds well under 1%. An example
+or underflow). The Gram form squares activations, so a batch with an example whose largest
+absolute activation or output gradient leaves [2^-50, 2^50] (a record of 1e30, 1e-25, …) has
+that layer's per-example gradients formed instead (scaling each example by one factor is not
+enough: a row 2^75 below the example's largest would underflow); normal batches pay only a max
+and a min reduction for the check. A Gram-form squared norm also carries a priori bounds on
+its own rounding error and on what underflows
+(:func:`~dplib.training.ghost_layers._rounding_slack`, :func:`~dplib.training.ghost_layers._gram_sq`):
+a record whose positions cancel in floating point (true norm 3.9·10⁶, float32 Gram value 0) is
+clipped by an upper bound on its norm; on ordinary float32 batches the bounds add well under
+1% (0.006% on the benchmark transformer). An embedding's Gram form scales each position's row by
+its own largest entry (:func:`~dplib.training.ghost_layers._token_sq`). An example
 whose gradient is not finite gets clipping factor 0 and adds nothing.
 
 What the ghost path refuses (each would make its norm differ from the true per-example

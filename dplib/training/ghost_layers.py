@@ -20,8 +20,11 @@ from .grads import row_norms, weighted_example_sum, zero_dead
 __all__ = ["use_gram", "layer_path", "prepare_layer", "ClipFactors", "layer_clipped_sum"]
 
 
-#: Per-example scales inside [2^-50, 2^50] keep every float32 Gram entry (a sum of at most 2^27
-#: products) finite and above the smallest normal number; outside it the Gram path rescales.
+#: The Gram form is used for a batch only where every example's largest activation and output
+#: gradient lie in [2^-50, 2^50] (or are 0): there every float32 Gram entry (a sum of at most 2^27
+#: products) is finite, and what underflows is bounded by :func:`_gram_sq`'s absolute term.
+#: Outside it the layer's per-example gradients are formed instead (exact scaling by one factor
+#: per example is not enough: rows 2^75 below the example's largest underflow after it).
 _SAFE = 2.0 ** 50
 
 
@@ -34,18 +37,9 @@ def _maxabs(t: torch.Tensor, b: int) -> torch.Tensor:
     return torch.maximum(flat.amax(1), -flat.amin(1)).double()
 
 
-def _rescaled(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(t, ones) when every example's max|t_i| lies in [1/_SAFE, _SAFE] (or is 0): the common case,
-    no copy. Otherwise (t_i / s_i, s_i) with s_i = max|t_i| (1 where s_i is 0 or not finite; the
-    returned s_i keeps that 0/inf/NaN), so that a huge (1e30) or tiny record neither overflows nor
-    underflows a Gram matrix; the scales enter the norms and the sums in float64."""
-    b = t.shape[0]
-    s = _maxabs(t, b)
-    if bool(((s == 0) | ((s >= 1 / _SAFE) & (s <= _SAFE))).all()):
-        return t, torch.ones_like(s)
-    ok = torch.isfinite(s) & (s > 0)
-    div = torch.where(ok, s, torch.ones_like(s)).to(t.dtype)
-    return t / div.view(-1, *([1] * (t.dim() - 1))), s
+def _in_range(s: torch.Tensor) -> bool:
+    """Whether every per-example maximum in ``s`` is 0 or inside [1/_SAFE, _SAFE]."""
+    return bool(((s == 0) | ((s >= 1 / _SAFE) & (s <= _SAFE))).all())
 
 
 def use_gram(positions: int, fan_in: int, fan_out: int) -> bool:
@@ -87,16 +81,23 @@ def _conv_per_example(module, x: torch.Tensor, gout: torch.Tensor) -> torch.Tens
     return gw.view(b, *w.shape)
 
 
-def _gamma(n: int, dtype: torch.dtype) -> float:
+def _gamma(n: int, dtype: torch.dtype, device: torch.device | None = None) -> float:
     """γ_n = n·u/(1 − n·u), u = eps/2 of ``dtype``: the relative error bound of a dot product of
     length n in floating point (Higham 2002, *Accuracy and Stability of Numerical Algorithms*,
-    Sec. 3.1); ∞ when n·u ≥ 1."""
-    nu = n * torch.finfo(dtype).eps / 2
+    Sec. 3.1); ∞ when n·u ≥ 1. Where float32 products may run in TF32 (10-bit mantissa:
+    ``torch.set_float32_matmul_precision`` other than "highest", or TF32 allowed on CUDA),
+    u = 2^-11 for float32."""
+    eps = torch.finfo(dtype).eps
+    if dtype == torch.float32 and (torch.get_float32_matmul_precision() != "highest" or (
+            device is not None and device.type == "cuda"
+            and torch.backends.cuda.matmul.allow_tf32)):
+        eps = 2.0 ** -10
+    nu = n * eps / 2
     return nu / (1 - nu) if nu < 1 else math.inf
 
 
 def _rounding_slack(a: torch.Tensor, g: torch.Tensor, dot_a: int, dot_g: int,
-                    terms: int) -> torch.Tensor:
+                    terms: int, weights: torch.Tensor | None = None) -> torch.Tensor:
     """An upper bound on the rounding error of a Gram-form squared norm, per example (float64
     [B]), so that a norm computed by cancellation is never smaller than the true one.
 
@@ -111,20 +112,27 @@ def _rounding_slack(a: torch.Tensor, g: torch.Tensor, dot_a: int, dot_g: int,
     U², so the bound falls back to the triangle inequality."""
     na = torch.linalg.vector_norm(a, dim=-1).double()
     ng = torch.linalg.vector_norm(g, dim=-1).double()
-    u = (na * ng).sum(-1)                                   # [B, groups]
-    k = _gamma(dot_a, a.dtype) + _gamma(dot_g, g.dtype)
+    u = (na * ng * (1.0 if weights is None else weights)).sum(-1)   # [B, groups]
+    k = _gamma(dot_a, a.dtype, a.device) + _gamma(dot_g, g.dtype, g.device)
     k = 2 * (k + k * k + _gamma(terms, torch.float64))
     return min(k, 2.0) * u.pow(2).flatten(1).sum(1)
 
 
-def _gram_sq(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+def _gram_sq(a: torch.Tensor, g: torch.Tensor, ma: torch.Tensor, mg: torch.Tensor) -> torch.Tensor:
     """Σ_{t,s} (a_tᵀa_s)(g_tᵀg_s) per example (float64 [B]) for a: [B, G, T, I], g: [B, G, T, O],
-    plus its rounding bound (:func:`_rounding_slack`): never below the true squared norm. The two
-    Gram matrices are formed in the tensors' dtype and multiplied in float64."""
+    plus its rounding bound (:func:`_rounding_slack`) and an absolute bound on what underflows:
+    never below the true squared norm. ``ma``, ``mg``: each example's max|a|, max|g| (within
+    [2^-50, 2^50]: :data:`_SAFE`). A float32 product errs by at most 2^-150 absolutely where it
+    underflows, so a Gram entry of length n by n·2^-149; summed against |G_ts| ≤ O·mg² (and
+    |A_ts| ≤ I·ma²) over G·T² pairs this is at most 2^-149·G·T²·I·O·(ma² + mg²). The term added
+    is 2^29 times that, which also covers rows whose float32 norms underflow in U (entries
+    below 2^-63): their whole contribution to the norm is below it. On ordinary data it is
+    below 1e-17."""
     gram = (a @ a.transpose(-1, -2)).double() * (g @ g.transpose(-1, -2)).double()
-    t = a.shape[-2]
+    _, groups, t, fan_in = a.shape
+    tiny = 2.0 ** -120 * groups * t * t * fan_in * g.shape[-1] * (ma.pow(2) + mg.pow(2))
     return gram.sum((1, 2, 3)).clamp_min(0.0) + _rounding_slack(
-        a, g, a.shape[-1], g.shape[-1], a.shape[1] * t * t)
+        a, g, fan_in, g.shape[-1], groups * t * t) + tiny
 
 
 def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, torch.Tensor]:
@@ -133,9 +141,10 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
     Three ways, per layer: T = 1 (a Linear on one position per example): ‖G‖ = ‖a‖·‖g‖; the Gram
     form (:func:`use_gram`) on [B, groups, T, ·] views; otherwise the per-example gradient itself
     (``g_tᵀ a_t`` summed over positions by one batched product, or the grouped convolution of
-    :func:`_conv_per_example`). The Gram form alone rescales out-of-range records
-    (:func:`_rescaled`); the others compute norms with :func:`row_norms` (no overflow or
-    underflow) from the very tensor the clipped sum uses."""
+    :func:`_conv_per_example`). A batch with an extreme record (an example's largest activation
+    or output gradient outside [2^-50, 2^50], :data:`_SAFE`) has the per-example gradients of a
+    Gram-path layer formed instead; per-example paths compute norms with :func:`row_norms` (no
+    overflow or underflow) from the very tensor the clipped sum uses."""
     b = gout.shape[0]
     sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
     conv = not isinstance(module, nn.Linear)
@@ -156,16 +165,18 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
             a = x.reshape(b, -1)
             state.update(mode="outer", a=a, g=g.reshape(b, -1))
             sq = sq + (row_norms(a) * ng).pow(2)
-        elif path == "gram":
+        if path == "gram":
             if conv:
                 a, gg = _conv_unfold(module, x).transpose(2, 3), g.transpose(2, 3)
             else:
                 a, gg = x.reshape(b, 1, -1, fan_in), g.unsqueeze(1)
-            a, sa = _rescaled(a)
-            gg, sg = _rescaled(gg)
-            state.update(mode="gram", a=a, gg=gg, sa=sa, sg=sg)
-            sq = sq + (sa * sg).pow(2) * _gram_sq(a, gg)
-        else:
+            ma, mg = _maxabs(a, b), _maxabs(gg, b)
+            if _in_range(ma) and _in_range(mg):
+                state.update(mode="gram", a=a, gg=gg)
+                sq = sq + _gram_sq(a, gg, ma, mg)
+            else:                            # an extreme record in the batch: form them
+                path = "per-example"
+        if path == "per-example":
             per = _conv_per_example(module, x, gout) if conv else \
                 g.transpose(1, 2) @ x.reshape(b, -1, fan_in)           # [B, O, I]
             state.update(mode="per_example", per=per)
@@ -224,6 +235,26 @@ def _group_norm_affine(module: nn.GroupNorm, x: torch.Tensor, gout: torch.Tensor
     return (gout * xhat).reshape(b, c, -1).sum(-1), gb
 
 
+def _token_sq(idx: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """‖G‖² = Σ_{t,s} [x_t = x_s] g_tᵀg_s of an embedding, per example (float64 [B]), never below
+    the true value. Each position's row is scaled by its own largest entry w_t before the Gram
+    matrix is formed (so no row underflows or overflows, whatever its size beside the others),
+    and w_t·w_s multiplies back in float64; plus the rounding bound of :func:`_rounding_slack`
+    with U = Σ_t w_t‖ĝ_t‖ = Σ_t ‖g_t‖. A non-finite row gives a non-finite norm (that example is
+    dropped, :func:`~dplib.training.grads.clip_factors`)."""
+    w = torch.maximum(g.amax(-1), -g.amin(-1)).double() if g.shape[-1] else \
+        torch.zeros(g.shape[:2], dtype=torch.float64, device=g.device)          # [B, T]
+    ok = torch.isfinite(w) & (w > 0)
+    gh = g / torch.where(ok, w, torch.ones_like(w)).to(g.dtype).unsqueeze(-1)
+    same = (idx.unsqueeze(2) == idx.unsqueeze(1)).double()                     # [B, T, T]
+    ww = w.unsqueeze(2) * w.unsqueeze(1)
+    hat = (torch.where(same > 0, ww, torch.zeros_like(ww)) * (gh @ gh.transpose(1, 2)).double())
+    t = idx.shape[1]
+    slack = _rounding_slack(gh.unsqueeze(1), torch.ones_like(gh[..., :1]).unsqueeze(1),
+                            g.shape[-1], 1, t * t, weights=w.unsqueeze(1))
+    return hat.sum((1, 2)).clamp_min(0.0) + slack
+
+
 def prepare_layer(module: nn.Module, x: torch.Tensor, gout: torch.Tensor,
              node=None) -> tuple[dict, torch.Tensor]:
     """What the clipped sum of ``module`` needs, and each example's squared gradient norm
@@ -236,15 +267,10 @@ def prepare_layer(module: nn.Module, x: torch.Tensor, gout: torch.Tensor,
         if module.sparse:
             raise ValueError("ghost norms do not support nn.Embedding(sparse=True)")
         idx = x.reshape(b, -1)
-        gs, sg = _rescaled(gout.reshape(b, idx.shape[1], -1))
+        gs = gout.reshape(b, idx.shape[1], -1)
         if module.padding_idx is not None:     # the padding row receives no gradient
             gs = gs * (idx != module.padding_idx).unsqueeze(-1).to(gs.dtype)
-        same = (idx.unsqueeze(2) == idx.unsqueeze(1)).double()              # [B, T, T]
-        t = idx.shape[1]
-        hat = (same * (gs @ gs.transpose(1, 2)).double()).sum((1, 2)).clamp_min(0.0) \
-            + _rounding_slack(gs.unsqueeze(1), torch.ones_like(gs[..., :1]).unsqueeze(1),
-                              gs.shape[-1], 1, t * t)   # tokens: U = Σ_t ‖g_t‖
-        return {"idx": idx, "g": gs, "sg": sg}, sg.pow(2) * hat
+        return {"idx": idx, "g": gs}, _token_sq(idx, gs)
     # GroupNorm / LayerNorm: per-example gradients of the affine parameters are small; form them
     if isinstance(module, nn.GroupNorm):
         gw, gb = _group_norm_affine(module, x, gout, node)
@@ -260,15 +286,6 @@ def prepare_layer(module: nn.Module, x: torch.Tensor, gout: torch.Tensor,
     return {"per_parameter": per}, sq
 
 
-def _weights(f: torch.Tensor, *scales: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """f_i·Π scales_i in float64, cast to ``dtype``; exactly 0 where f_i = 0 (even if a scale is
-    inf or NaN: that example is dropped, see :func:`~dplib.training.grads.clip_factors`)."""
-    w = f.double()
-    for s in scales:
-        w = w * s
-    return torch.where(f == 0, torch.zeros_like(w), w).to(dtype)
-
-
 class ClipFactors:
     """The clipping factors f_i of one batch (float64) and what every layer's sum reuses: f in
     each dtype, and whether any example was dropped (f_i = 0, a non-finite gradient: only then
@@ -277,9 +294,7 @@ class ClipFactors:
     def __init__(self, f: torch.Tensor) -> None:
         self.f, self.dead, self._cast = f, bool((f == 0).any()), {}
 
-    def weights(self, dtype: torch.dtype, *scales: torch.Tensor) -> torch.Tensor:
-        if scales:
-            return _weights(self.f, *scales, dtype=dtype)
+    def weights(self, dtype: torch.dtype) -> torch.Tensor:
         if dtype not in self._cast:
             self._cast[dtype] = self.f.to(dtype)
         return self._cast[dtype]
@@ -300,8 +315,7 @@ def layer_clipped_sum(module: nn.Module, state: dict, fs: ClipFactors) -> dict[s
     """Σ_i f_i ∇_θ ℓ_i for the parameters of ``module`` from the prepared tensors: the weight
     gradient of a linear map is one matrix product of the activations with the f-weighted output
     gradients ("book-keeping", Bu, Wang, Zha & Karypis 2023), so no second backward pass; where
-    the per-example gradients were formed anyway, their f-weighted sum. On the rescaled Gram
-    path example i's weight is f_i·s_a,i·s_g,i (≤ C/‖ĝ_i âᵢᵀ‖: moderate)."""
+    the per-example gradients were formed anyway, their f-weighted sum."""
     out, f = {}, fs.f
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
         mode, g = state["mode"], state["g"]
@@ -312,7 +326,7 @@ def layer_clipped_sum(module: nn.Module, state: dict, fs: ClipFactors) -> dict[s
             go, a = _weigh_smaller(fs.live(state["g"], wt), fs.live(state["a"], wt), wt)
             w = go.T @ a
         elif mode == "gram":                                    # Σ_{i,t} w_i g_{i,t} a_{i,t}ᵀ
-            wt = fs.weights(g.dtype, state["sa"], state["sg"])
+            wt = fs.weights(g.dtype)
             go, a = _weigh_smaller(fs.live(state["gg"], wt), fs.live(state["a"], wt), wt)
             w = torch.einsum("bgto,bgti->goi", go, a)
         if mode is not None:
@@ -321,7 +335,7 @@ def layer_clipped_sum(module: nn.Module, state: dict, fs: ClipFactors) -> dict[s
             wb = fs.weights(g.dtype)
             out["bias"] = (wb @ fs.live(state["gb"], wb)).reshape(module.bias.shape)
     elif isinstance(module, nn.Embedding):
-        wt = fs.weights(state["g"].dtype, state["sg"])
+        wt = fs.weights(state["g"].dtype)
         g = fs.live(state["g"], wt) * wt.view(-1, 1, 1)
         w = torch.zeros_like(module.weight)
         out["weight"] = w.index_add_(0, state["idx"].reshape(-1), g.reshape(-1, g.shape[-1]))

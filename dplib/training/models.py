@@ -300,7 +300,7 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor, *,
     i's output depends on input i alone. A layer that normalises over the batch (BatchNorm, or a
     hand-written ``x - x.mean(0)``) breaks this: on the ghost path one added record then moves
     the clipped sum by far more than C (10.7 against C = 1 in a test), and the vmap path trains a
-    different model (each example normalised alone). The probe is synthetic — four random inputs
+    different model (each example normalised alone). The probe is synthetic — eight random inputs
     of ``like``'s shape and dtype (tokens 0/1 for integer inputs), never the private data — run
     as a batch and one at a time, in eval mode (so dropout is off) and without gradients;
     outputs must agree to float tolerance. The probe is drawn afresh from OS entropy on every
@@ -323,7 +323,7 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor, *,
         raise ValueError(f"like must be a torch tensor with a batch dimension, got {like!r}"[:300])
     layers = check_bool("layers", layers)
     gen = release_generator(None)      # fresh OS entropy: a fixed probe could be recognised
-    shape = (4, *like.shape[1:])
+    shape = (8, *like.shape[1:])   # a data-dependent reordering is the identity w.p. 1/8!
     if like.is_floating_point():
         probe = torch.randn(shape, generator=gen, dtype=like.dtype)
     else:

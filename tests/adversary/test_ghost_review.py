@@ -108,7 +108,8 @@ def test_gram_norms_never_fall_below_the_true_norm_on_near_cancelling_records(se
 # --- models that keep per-example outputs but break what the ghost path reads -----------------
 
 class Bucketed(nn.Module):
-    """Runs one layer on the batch sorted by a key (length bucketing) and un-sorts: outputs are
+    """Runs one layer on the batch in another order and restores it (as length bucketing does;
+    here the reversed order, so that no probe can happen to see the identity): outputs are
     per-example, but row r of ``l1`` is not example r."""
 
     def __init__(self) -> None:
@@ -116,8 +117,7 @@ class Bucketed(nn.Module):
         self.l1, self.l2 = nn.Linear(4, 2, bias=False), nn.Linear(4, 2, bias=False)
 
     def forward(self, x):
-        order = torch.argsort(x[:, 8])
-        return self.l1(x[order, 0:4])[torch.argsort(order)] + self.l2(x[:, 4:8])
+        return self.l1(x.flip(0)[:, 0:4]).flip(0) + self.l2(x[:, 4:8])
 
 
 class TrainingBatchNorm(nn.Module):
@@ -248,3 +248,58 @@ def test_the_stricter_probe_accepts_the_book_models_and_dropout():
               torch.randn(4, 9, generator=g))]
     for model, x in cases:
         check_examples_independent(model, x, layers=True)
+
+
+class UnreadPosition(nn.Module):
+    """A Linear at two positions of which only the first is read (the second's output gradient
+    is 0, as under first-token pooling)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.lin(x)[:, 0]
+
+
+@pytest.mark.parametrize("big", [1e30, 1e20])
+def test_a_record_with_rows_of_very_different_sizes_is_still_clipped(big):
+    """An unread position of 1e30 beside a read one of 1e6: scaling the example by its largest
+    entry underflowed the read row, and the Gram norm came out as the bias's alone (16 against
+    a true 2.6·10¹⁴); the layer now forms that batch's per-example gradients."""
+    torch.manual_seed(0)
+    model = UnreadPosition()
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(8, 2, 16, generator=g), torch.zeros(8)
+    hostile = torch.stack([torch.full((16,), 1e6), torch.full((16,), big)])[None]
+    x2, y2 = torch.cat([x, hostile]), torch.zeros(9)
+    true = flat_norms(per_example_grads(model, _linear_loss, x2, y2))
+    _, norms, _ = noisy_gradient(model, _linear_loss, x2, y2, max_grad_norm=1.0,
+                                 noise_multiplier=0.0, expected_batch_size=1.0, ghost=True)
+    assert bool((norms.double() >= true * (1 - 1e-6)).all())
+    assert _sensitivity(model, _linear_loss, x, y, x2, y2) <= 1.0 + 1e-6
+
+
+def test_a_token_row_far_below_a_padding_row_is_still_counted():
+    """The padding position's 1e30 output gradient set the example's scale before the padding
+    mask zeroed it, so the real rows underflowed (norm 0 against 4); rows are now scaled one by
+    one after masking."""
+
+    class Tok(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4, padding_idx=0)
+
+        def forward(self, t):
+            e = self.emb(t)
+            return (e[:, 0] * 1e30 + e[:, 1]).sum(1, keepdim=True)
+
+    torch.manual_seed(0)
+    model = Tok()
+    g = torch.Generator().manual_seed(3)
+    t = torch.randint(1, 10, (8, 2), generator=g)
+    t2, y2 = torch.cat([t, torch.tensor([[0, 3]])]), torch.zeros(9)
+    true = flat_norms(per_example_grads(model, _linear_loss, t2, y2))
+    _, norms, _ = noisy_gradient(model, _linear_loss, t2, y2, max_grad_norm=1.0,
+                                 noise_multiplier=0.0, expected_batch_size=1.0, ghost=True)
+    assert bool((norms.double() >= true * (1 - 1e-6)).all()) and true[-1] > 1

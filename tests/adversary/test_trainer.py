@@ -393,8 +393,8 @@ def test_the_independence_probe_is_fresh_so_a_model_cannot_recognise_it():
     spy.forward = lambda t: (spy.seen.append(t.detach().clone()), t)[1]
     check_examples_independent(spy, x)
     check_examples_independent(spy, x)
-    first, second = spy.seen[0], spy.seen[5]          # each call: the batch, then 4 single rows
-    assert first.shape == second.shape == (4, 5) and not torch.equal(first, second)
+    first, second = spy.seen[0], spy.seen[9]          # each call: the batch, then 8 single rows
+    assert first.shape == second.shape == (8, 5) and not torch.equal(first, second)
     assert not any(torch.equal(s, old_probe) for s in spy.seen)
 
 
