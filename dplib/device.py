@@ -87,12 +87,12 @@ def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> 
     return check_int(name, seed, low=0)
 
 
-_DEFAULT_SEEDS: dict[str, int] = {}    # device type -> the seed torch gives a new generator
+_DEFAULT_SEEDS: dict[str, int] = {}    # device type -> torch's default for a new generator
 
 
 def _torch_default_seed(torch, device) -> int:
-    """The seed of a new, never-seeded ``torch.Generator`` on ``device`` (e.g. 67280421310721
-    on the CPU), read from such a generator once per device type and kept — not at import,
+    """``initial_seed()`` of a new, never-seeded ``torch.Generator`` on ``device`` (e.g.
+    67280421310721 on the CPU), read from such a generator once per device type and kept — not at import,
     because this module must import without torch and a CUDA generator needs CUDA."""
     if device.type not in _DEFAULT_SEEDS:
         _DEFAULT_SEEDS[device.type] = torch.Generator(device=device).initial_seed()

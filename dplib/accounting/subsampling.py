@@ -213,7 +213,7 @@ def amplified_advanced_composition(noise_multiplier: float, sample_rate: float, 
     steps and δ' = δ/2 for the composition, so δ < 2Tq is needed (δ0 < 1; ``ValueError``
     otherwise). A valid but loose upper bound, shown to compare with the RDP and PLD
     accountants; the split of δ is a choice, not an optimum; inf where it exceeds every double
-    (e.g. σ = 0.02: ε0 ≈ 1250). Use
+    (e.g. σ = 0.02, q = 0.01, T = 10, δ = 1e-5: ε0 ≈ 1444). Use
     ``sensitivity=2`` under replace-one adjacency (a replaced record moves a clipped sum by up to
     2C) with sampling without replacement, whose amplification has the same form (BBG 2018).
     """

@@ -323,11 +323,13 @@ def ghost_norms(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
 def ghost_plan(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                y: torch.Tensor) -> dict[str, str]:
     """For each trainable layer (by module name), how the ghost path computes its per-example
-    norm on this batch: "outer" (a Linear at one position per example: ‖a‖·‖g‖), "gram" (Gram
-    matrices of its T positions, chosen when 2T² < fan-in·fan-out:
-    :func:`~dplib.training.ghost_layers.use_gram`),
-    "per-example" (the per-example gradient is formed), "tokens" (an embedding: Gram over equal
-    token ids) or "affine" (a norm layer's per-example affine gradients). Runs one forward pass and the same checks as :func:`ghost_clipped_grad_sum`."""
+    norm for batches of this shape: "outer" (a Linear at one position per example: ‖a‖·‖g‖),
+    "gram" (Gram matrices of its T positions, chosen when 2T² < fan-in·fan-out:
+    :func:`~dplib.training.ghost_layers.use_gram`; a batch holding an extreme record, largest
+    activation or output gradient outside [2^-50, 2^50], has that layer's per-example gradients
+    formed instead), "per-example" (the per-example gradient is formed), "tokens" (an embedding:
+    Gram over equal token ids) or "affine" (a norm layer's per-example affine gradients). Runs
+    one forward pass and the same checks as :func:`ghost_clipped_grad_sum`."""
     check_batch(x, y)
     _, mods, records = _forward_recorded(model, loss_fn, x, y)
     return {name: layer_path(m, records[name]["shape"]) for name, m in mods}

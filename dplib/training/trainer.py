@@ -316,8 +316,9 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     Checks: :func:`~dplib.training.models.check_dp_compatible` on every call (a walk over the
     modules, microseconds; refuses batch normalisation, which mixes the batch). Not run here:
     the batch-independence probe :func:`~dplib.training.models.check_examples_independent`
-    (five forward passes on a fresh probe, about 5% of a ghost step of the speed benchmark's MLP
-    at batch 256 on one CPU thread), which :func:`train` runs once before training — a direct
+    (nine forward passes on a fresh probe of eight examples, eighteen with ``layers=True``, as
+    the ghost path needs: 0.7 and 1.8 ms on the speed benchmark's MLP on one CPU thread, 8% and
+    20% of its ghost step at batch 256), which :func:`train` runs once before training — a direct
     caller must run it once too, and check its records as :func:`train` does
     (:func:`check_every_record_runs`).
 
