@@ -71,7 +71,8 @@ from torch.autograd.function import BackwardCFunction
 from .ghost_layers import ClipFactors, layer_clipped_sum, layer_path, prepare_layer, use_gram
 from .grads import check_batch, check_max_grad_norm, clip_factors, per_example_losses
 
-__all__ = ["ghost_norms", "ghost_clipped_grad_sum", "ghost_plan", "GHOST_LAYERS"]
+__all__ = ["ghost_norms", "ghost_clipped_grad_sum", "ghost_plan", "check_ghost_supported",
+           "GHOST_LAYERS"]
 
 #: Layers whose per-example gradient norms the ghost path computes.
 GHOST_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Embedding, nn.GroupNorm, nn.LayerNorm)
@@ -188,6 +189,15 @@ def _refuse_hooks(mods) -> None:
                              "the layer outputs or back-propagates, which the ghost norms do not "
                              "see. Remove the hook or use ghost=False (per-example gradients by "
                              "vmap).")
+
+
+def check_ghost_supported(model: nn.Module) -> None:
+    """Refuse, with a ``ValueError``, a model the ghost path cannot compute whatever the data:
+    a trainable parameter outside :data:`GHOST_LAYERS`, an overridden ``forward``, an unsupported
+    layer option, a hook on a recorded layer. These checks read the model alone, so they may run
+    at any time; the checks that need a batch (:func:`ghost_clipped_grad_sum`) fall back to the
+    exact path inside a step instead (:mod:`dplib.training.clipped_sum`)."""
+    _refuse_hooks(_trainable_modules(model))
 
 
 def _forward_recorded(model, loss_fn, x, y):

@@ -54,7 +54,7 @@ from ..accounting import accountant_names, calibrate_noise, check_delta
 from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
 from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
-from .ghost import ghost_clipped_grad_sum
+from .clipped_sum import private_clipped_sum
 from .grads import check_batch, check_max_grad_norm, clipped_grad_sum, per_example_losses
 from .models import check_dp_compatible, check_examples_independent, forward_must_not_mutate
 
@@ -332,28 +332,10 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     denom = check_positive("expected_batch_size", expected_batch_size)
     if math.isinf(c) and sigma > 0:
         raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
-    with forward_must_not_mutate(model):
-        total, norms, losses = _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size)
+    total, norms, losses = private_clipped_sum(model, loss_fn, x, y, c, ghost=ghost,
+                                               chunk_size=virtual_batch_size)
     noisy, _ = GaussianPrivatizer(sigma, c).add_noise(total, generator)
     return {k: g.div_(denom) for k, g in noisy.items()}, norms, losses   # ours: fresh tensors
-
-
-def _clipped_sum(model, loss_fn, x, y, c, ghost, virtual_batch_size):
-    """Σ_i ḡ_i by ghost norms or by vmap, in chunks of ``virtual_batch_size``."""
-    if ghost:
-        step = x.shape[0] if not virtual_batch_size else virtual_batch_size
-        parts = [ghost_clipped_grad_sum(model, loss_fn, x[i:i + step], y[i:i + step], c)
-                 for i in range(0, max(x.shape[0], 1), max(step, 1))]   # chunks, not examples
-        total = parts[0][0]
-        for p in parts[1:]:
-            for k in total:
-                total[k] += p[0][k]
-        norms = torch.cat([p[1] for p in parts])
-        losses = torch.cat([p[2] for p in parts])
-    else:
-        total, norms, losses = clipped_grad_sum(model, loss_fn, x, y, c,
-                                                chunk_size=virtual_batch_size)
-    return total, norms, losses
 
 
 def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float,
@@ -455,8 +437,8 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
 
     def private_sum(idx: np.ndarray) -> tuple[dict, dict]:
         ii = torch.from_numpy(idx).to(dev)
-        with forward_must_not_mutate(model):
-            total, norms, losses = _clipped_sum(model, loss, x_dev[ii], y_dev[ii], c, ghost, vbs)
+        total, norms, losses = private_clipped_sum(model, loss, x_dev[ii], y_dev[ii], c,
+                                                   ghost=ghost, chunk_size=vbs)
         return total, {"norms": norms, "losses": losses}
 
     def update(grads: dict, t: int) -> None:

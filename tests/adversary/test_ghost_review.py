@@ -179,13 +179,21 @@ def test_a_model_that_reorders_or_mixes_the_batch_only_where_outputs_hide_it_is_
 
 def test_a_custom_autograd_function_is_refused_on_the_ghost_path():
     """Identity forward, a backward that flips sign on odd batches (sensitivity 75.7): no
-    forward probe sees it; the ghost path refuses any custom Function in the graph."""
+    forward probe sees it; the ghost path refuses any custom Function in the graph, and a step
+    computes such a batch by the exact per-example path instead of raising (a refusal on a
+    sampled batch would be a release)."""
+    from dplib.training import ghost_clipped_grad_sum
+    from dplib.training.clipped_sum import exact_clipped_sum
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(9, 8), BackwardMixer(), nn.Tanh(), nn.Linear(8, 2))
     x, y = _data()
     with pytest.raises(ValueError, match="custom torch.autograd.Function"):
-        noisy_gradient(model, F.cross_entropy, x, y, max_grad_norm=1.0, noise_multiplier=0.0,
-                       expected_batch_size=1.0, ghost=True)
+        ghost_clipped_grad_sum(model, F.cross_entropy, x, y, 1.0)
+    got, _, _ = noisy_gradient(model, F.cross_entropy, x, y, max_grad_norm=1.0,
+                               noise_multiplier=0.0, expected_batch_size=1.0, ghost=True)
+    ref, _, _ = exact_clipped_sum(model, F.cross_entropy, x, y, 1.0)
+    for k in ref:
+        torch.testing.assert_close(got[k], ref[k])
 
 
 def test_a_hook_of_the_model_on_a_recorded_layer_is_refused():
@@ -204,15 +212,21 @@ def test_a_hook_of_the_model_on_a_recorded_layer_is_refused():
 
 def test_a_loss_that_is_not_one_scalar_per_example_is_refused_on_the_ghost_path():
     """A loss returning shape [1] skipped the check that every layer sees one row per example:
-    with augmentation multiplicity each copy was clipped alone (sensitivity 4.5)."""
-    from dplib.training import AugMult, augmult_cross_entropy
+    with augmentation multiplicity each copy was clipped alone (sensitivity 4.5). The ghost path
+    refuses it; a step computes the batch by the exact per-example path instead."""
+    from dplib.training import AugMult, augmult_cross_entropy, ghost_clipped_grad_sum
+    from dplib.training.clipped_sum import exact_clipped_sum
     torch.manual_seed(0)
     model = AugMult(nn.Sequential(nn.Linear(16, 3)), (4, 4), copies=5)
     x, y = torch.randn(6, 16), torch.zeros(6, dtype=torch.long)
+    loss = lambda o, t: augmult_cross_entropy(o, t).reshape(1)    # noqa: E731
     with pytest.raises(ValueError, match="one scalar loss per example"):
-        noisy_gradient(model, lambda o, t: augmult_cross_entropy(o, t).reshape(1), x, y,
-                       max_grad_norm=1.0, noise_multiplier=0.0, expected_batch_size=1.0,
-                       ghost=True, virtual_batch_size=1)
+        ghost_clipped_grad_sum(model, loss, x[:1], y[:1], 1.0)
+    got, _, _ = noisy_gradient(model, loss, x, y, max_grad_norm=1.0, noise_multiplier=0.0,
+                               expected_batch_size=1.0, ghost=True, virtual_batch_size=1)
+    ref, _, _ = exact_clipped_sum(model, loss, x, y, 1.0)
+    for k in ref:
+        torch.testing.assert_close(got[k], ref[k])
 
 
 def test_an_in_place_write_to_a_tensor_attribute_in_forward_is_refused():
