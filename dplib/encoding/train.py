@@ -43,6 +43,7 @@ from .codebook import Codebook, encode
 from .denoise import ks_denoise
 from .moments import check_noise
 from .noise import NoiseDistribution
+from ..training.release import NotPrivate
 
 __all__ = ["encoded_sum", "EncodingPrivatizer", "encoded_noisy_gradient", "train_encoded",
            "EncodedTrainResult", "flat_grads", "privatization_error"]
@@ -71,7 +72,7 @@ def encoded_sum(model, loss_fn: Callable, x, y, *, codebook: Codebook,
     the encoding changed, "batch_size": |B|}. ``chunk_size`` bounds memory: per-example
     gradients are formed and encoded that many examples at a time."""
     import torch
-    from ..training import forward_must_not_mutate, per_example_grads
+    from ..training.clipped_sum import private_per_example_grads
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
     d = sum(p.numel() for p in params.values())
     if d != codebook.dim:
@@ -83,8 +84,8 @@ def encoded_sum(model, loss_fn: Callable, x, y, *, codebook: Codebook,
     step = b if chunk_size is None else check_int("chunk_size", chunk_size)
     changed = 0
     for s in range(0, b, max(step, 1)):           # chunks of examples, not single examples
-        with forward_must_not_mutate(model):
-            g = flat_grads(per_example_grads(model, loss_fn, x[s:s + step], y[s:s + step]))
+        # never raises on a batch: a failing example gets NaN rows, zeroed just below
+        g = flat_grads(private_per_example_grads(model, loss_fn, x[s:s + step], y[s:s + step]))
         g = torch.where(torch.isfinite(g).all(1, keepdim=True), g.detach(), torch.zeros_like(g))
         e = encode(g, codebook)
         changed += int((e != g).sum())
@@ -148,7 +149,12 @@ def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook
 
 @dataclass
 class EncodedTrainResult:
-    """What :func:`train_encoded` returns (mirrors :class:`dplib.training.TrainResult`)."""
+    """What :func:`train_encoded` returns (mirrors :class:`dplib.training.TrainResult`).
+
+    ``ks_factors`` (one per step) are functions of the noisy sums: covered by ε. ``not_private``
+    holds what is computed from the data WITHOUT noise — the share of gradient coordinates the
+    encoding changed (``clamped_fraction``) and the realised batch sizes: not covered by ε, do not
+    publish them (:mod:`dplib.training.release` classifies every field)."""
     model: Any
     noise: NoiseDistribution
     sample_rate: float
@@ -159,7 +165,7 @@ class EncodedTrainResult:
     history: list[dict] = field(default_factory=list)
     accountant: Any = None
     ks_factors: np.ndarray | None = None
-    clamped_fraction: float = float("nan")
+    not_private: NotPrivate = field(default_factory=NotPrivate)
     seed: int | None = None
 
 
@@ -186,7 +192,7 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     import torch.nn.functional as F
     from ..device import as_device, release_seed
     from ..training import check_dp_compatible, evaluate, steps_for_epochs
-    from ..training.engine import EpsilonTracker, dpsgd_loop
+    from ..training.engine import EpsilonTracker, batch_sizes, dpsgd_loop
 
     check_dp_compatible(model)
     if not isinstance(codebook, Codebook):
@@ -256,8 +262,10 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     return EncodedTrainResult(model=model, noise=noise, sample_rate=q, steps=T, delta=delta,
                               epsilon=eps.final(), denoise=denoise, history=history,
                               accountant=eps.accountant, ks_factors=ks,
-                              clamped_fraction=float(np.mean(clamped)) if clamped else math.nan,
-                              seed=seed)
+                              seed=seed, not_private=NotPrivate(
+                                  batch_sizes=batch_sizes(batches),
+                                  clamped_fraction=float(np.mean(clamped)) if clamped
+                                  else math.nan))
 
 
 def privatization_error(grads, codebook: Codebook, noise: NoiseDistribution, *,

@@ -157,7 +157,7 @@ def _as_norms(name: str, values: object) -> np.ndarray:
 
 def clipped_fraction(norms: object, max_grad_norm: float) -> float:
     """The share of per-example gradients that clipping to ``max_grad_norm`` C changes:
-    those with norm > C (the count behind :attr:`dplib.training.TrainResult.clip_fraction`).
+    those with norm > C (the count behind :attr:`dplib.training.release.NotPrivate.clip_fraction`).
 
     ``norms``: a non-empty 1-d array (or tensor) of norms ≥ 0; C > 0 and finite.
     """
@@ -266,7 +266,7 @@ def training_run_figure(result: object, stop_epochs: float, *,
         axes[1].legend(loc="lower right", fontsize=10, frameon=False)
     axes[1].set_ylim(0, 1)
     axes[1].set_ylabel("test accuracy")
-    share = result.clip_fraction
+    share = result.not_private.clip_fraction
     clipped = f"; {100 * share:.0f}% clipped over the run" if math.isfinite(share) else ""
     axes[1].set_title(f"test accuracy {at['test_accuracy']:.3f} (C = {result.max_grad_norm:g}"
                       f"{clipped})", fontsize=11.5)

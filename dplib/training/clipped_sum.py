@@ -32,10 +32,12 @@ import torch
 from torch import nn
 
 from .ghost import check_ghost_supported, ghost_clipped_grad_sum
-from .grads import check_batch, check_max_grad_norm, clip_factors, clipped_grad_sum
+from .grads import (check_batch, check_max_grad_norm, clip_factors, clipped_grad_sum,
+                    per_example_grads)
 from .models import _state
 
-__all__ = ["private_clipped_sum", "exact_clipped_sum", "StateSnapshot"]
+__all__ = ["private_clipped_sum", "exact_clipped_sum", "private_per_example_grads",
+           "StateSnapshot"]
 
 
 class StateSnapshot:
@@ -100,6 +102,23 @@ def _one_example(model, loss_fn, params, x, y):
         loss.detach()
 
 
+def _each_example(model, loss_fn, x, y, snap):
+    """(gradients, loss) of every example by plain autograd, or (None, None) for one whose
+    computation raises or changes the model's state (then restored from ``snap``)."""
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    for i in range(x.shape[0]):           # the exact path: one example at a time by design
+        try:
+            grads, loss = _one_example(model, loss_fn, params, x[i:i + 1], y[i:i + 1])
+            bad = snap.changed()
+        except Exception:                 # noqa: BLE001 - any failure: this example adds nothing
+            grads, loss, bad = None, None, True
+        if bad:
+            snap.restore()
+            yield None, None
+        else:
+            yield grads, loss
+
+
 def exact_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
                       max_norm: float, snapshot: StateSnapshot | None = None
                       ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
@@ -114,14 +133,8 @@ def exact_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: t
     total = {k: torch.zeros_like(p) for k, p in params.items()}
     snap = StateSnapshot(model) if snapshot is None else snapshot
     norms, losses = [], []
-    for i in range(x.shape[0]):           # the exact path: one example at a time by design
-        try:
-            grads, loss = _one_example(model, loss_fn, params, x[i:i + 1], y[i:i + 1])
-            bad = snap.changed()
-        except Exception:                 # noqa: BLE001 - any failure: this example adds nothing
-            grads, loss, bad = None, None, True
-        if bad:
-            snap.restore()
+    for grads, loss in _each_example(model, loss_fn, x, y, snap):
+        if grads is None:
             norms.append(math.nan)
             losses.append(math.nan)
             continue
@@ -134,9 +147,33 @@ def exact_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: t
         norms.append(norm)
         losses.append(float(loss))
     dtype = next(iter(params.values())).dtype if params else torch.float32
-    dev = x.device
-    return (total, torch.tensor(norms, dtype=dtype, device=dev),
-            torch.tensor(losses, dtype=dtype, device=dev))
+    return (total, torch.tensor(norms, dtype=dtype, device=x.device),
+            torch.tensor(losses, dtype=dtype, device=x.device))
+
+
+def private_per_example_grads(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
+                              y: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per-example gradients ``{name: [B, *shape]}`` by ``vmap``
+    (:func:`~dplib.training.grads.per_example_grads`), recomputed one example at a time where
+    ``vmap`` raises or the forward pass changes the model's state, as
+    :func:`private_clipped_sum` does; an example that still fails gets NaN rows, which the
+    caller zeroes like any non-finite gradient (the gradient encoding does)."""
+    check_batch(x, y)
+    snap = StateSnapshot(model)
+    try:
+        out = per_example_grads(model, loss_fn, x, y)
+        if not snap.changed():
+            return out
+    except Exception:                     # noqa: BLE001 - a failing batch takes the exact path
+        pass
+    snap.restore()
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    rows = {k: [] for k in params}
+    for grads, _ in _each_example(model, loss_fn, x, y, snap):
+        for (k, p), g in zip(params.items(), grads or [None] * len(params)):
+            rows[k].append(torch.full_like(p, math.nan) if g is None else g)
+    return {k: torch.stack(v) if v else params[k].new_zeros((0, *params[k].shape))
+            for k, v in rows.items()}
 
 
 def private_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,

@@ -62,6 +62,7 @@ from ..device import as_device, release_seed
 from ..samplers import poisson_batches
 from .batched import BatchedModels, check_masks, train_models_batched
 from .engine import EpsilonTracker, GaussianPrivatizer, Privatizer, dpsgd_loop
+from .release import NotPrivate
 from .models import check_dp_compatible, check_examples_independent
 from .trainer import (TrainResult, as_tensors, check_every_record_runs, check_run_settings,
                       check_sum_range, evaluate, narrowest_dtype, noisy_gradient,
@@ -304,14 +305,13 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
         acc = evaluate(model, *evals, device=dev)
         model.train()
     epsilon = eps.final()
-    history = [{"step": T, "epoch": T * q, "epsilon": epsilon,
-                "train_loss": float(tally[0] / max(float(tally[1]), 1.0)),
-                "test_accuracy": acc}]
+    history = [{"step": T, "epoch": T * q, "epsilon": epsilon, "test_accuracy": acc}]
+    diagnostics = NotPrivate(
+        batch_sizes=bsz, train_loss=[float(tally[0] / max(float(tally[1]), 1.0))],
+        clip_fraction=float(tally[2] / tally[3]) if tally[3] else float("nan"))
     return TrainResult(model=model, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
                        epsilon=epsilon, history=history, accountant=eps.accountant,
-                       max_grad_norm=c, batch_sizes=bsz,
-                       clip_fraction=float(tally[2] / tally[3]) if tally[3] else float("nan"),
-                       seed=seed)
+                       max_grad_norm=c, not_private=diagnostics, seed=seed)
 
 
 def train_models_distributed(models: Sequence[nn.Module], X: object, y: object, masks: object,

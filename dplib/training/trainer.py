@@ -55,6 +55,7 @@ from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
 from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
 from .clipped_sum import private_clipped_sum
+from .release import NotPrivate
 from .grads import check_batch, check_max_grad_norm, clipped_grad_sum, per_example_losses
 from .models import check_dp_compatible, check_examples_independent, forward_must_not_mutate
 
@@ -67,15 +68,16 @@ class TrainResult:
     """What :func:`train` returns.
 
     ``epsilon`` is the final ε at ``delta`` (``math.inf`` for a non-private run, σ = 0);
-    ``history`` has one dict per evaluation with keys "step", "epoch", "epsilon", "train_loss"
-    (mean loss over the batches since the previous entry — a diagnostic computed WITHOUT privacy)
-    and "test_accuracy" (None without ``eval_data``); ``accountant`` is the
+    ``history`` has one dict per evaluation with keys "step", "epoch", "epsilon" and
+    "test_accuracy" (of the noisy model on ``eval_data``; None without it); ``accountant`` is the
     :mod:`dplib.accounting` accountant that produced ε (no steps recorded when σ = 0).
-    ``batch_sizes`` (the realised Poisson batch sizes) and ``clip_fraction`` (the share of
-    per-example gradients with norm > C) are diagnostics computed from the data WITHOUT noise:
-    fine for studying the algorithm, not covered by ε — do not publish them with the model.
-    ``seed`` is the random seed the batches and the noise were drawn from (fresh OS entropy unless one
-    was passed): keep it secret like the noise itself.
+    ``not_private`` (:class:`~dplib.training.release.NotPrivate`) holds the diagnostics computed
+    from the data WITHOUT noise — the realised batch sizes, the share of clipped gradients, the
+    training loss per history entry: fine for studying the algorithm, not covered by ε, do not
+    publish them with the model. ``seed`` is the random seed the batches and the noise were
+    drawn from (fresh OS entropy unless one was passed): keep it secret like the noise itself.
+    Every field's kind (public, noised, secret, not covered) is declared in
+    :mod:`dplib.training.release`; :func:`~dplib.training.release.publishable` keeps the first two.
     """
     model: nn.Module
     noise_multiplier: float
@@ -86,8 +88,7 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)
     accountant: Any = None
     max_grad_norm: float = 1.0
-    batch_sizes: np.ndarray | None = None
-    clip_fraction: float = float("nan")
+    not_private: NotPrivate = field(default_factory=NotPrivate)
     seed: int | None = None
 
 
@@ -429,6 +430,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     denom = q * n if expected_batch_size is None else check_positive("expected_batch_size",
                                                                       expected_batch_size)
     history: list[dict] = []
+    train_loss: list[float] = []
     tally = {"loss": 0.0, "count": 0, "clipped": 0, "seen": 0}
     bar = None
     if progress:
@@ -459,9 +461,8 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
             e = eps.at(t)
             acc_ev = evaluate(model, x_ev, y_ev, device=dev) if eval_data is not None else None
             model.train()
-            history.append({"step": t, "epoch": t * q, "epsilon": e,
-                            "train_loss": tally["loss"] / max(tally["count"], 1),
-                            "test_accuracy": acc_ev})
+            history.append({"step": t, "epoch": t * q, "epsilon": e, "test_accuracy": acc_ev})
+            train_loss.append(tally["loss"] / max(tally["count"], 1))
             tally["loss"], tally["count"] = 0.0, 0
             if bar is not None:
                 post = {"eps": f"{e:.3g}"}
@@ -481,6 +482,6 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     seen = tally["seen"]
     return TrainResult(model=model, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
                        epsilon=eps.final(), history=history, accountant=eps.accountant,
-                       max_grad_norm=c, batch_sizes=batch_sizes(batches),
-                       clip_fraction=tally["clipped"] / seen if seen else float("nan"),
-                       seed=seed)
+                       max_grad_norm=c, seed=seed, not_private=NotPrivate(
+                           batch_sizes=batch_sizes(batches), train_loss=train_loss,
+                           clip_fraction=tally["clipped"] / seen if seen else float("nan")))

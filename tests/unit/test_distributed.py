@@ -68,10 +68,10 @@ def _good_scenarios() -> dict:
         m = make_mlp(D, 2, (8,), seed=rank)      # different inits: rank 0's is broadcast
         res = train_distributed(m, _shard(rank, world), ghost=ghost, device="cpu", **kw)
         out[name] = ({k: v.clone() for k, v in m.state_dict().items()}, res.epsilon,
-                     res.batch_sizes, res.noise_multiplier)
+                     res.not_private.batch_sizes, res.noise_multiplier)
     local = train_distributed(make_mlp(D, 2, (8,), seed=0), _shard(rank, world), device="cpu",
                               sampling="local", **RUNS["vmap-sgd"][1])
-    out["local"] = (local.epsilon, local.batch_sizes)
+    out["local"] = (local.epsilon, local.not_private.batch_sizes)
     torch.manual_seed(0)                         # the same initial model on both ranks
     lin = torch.nn.Linear(D, 800)
     before = {k: v.clone() for k, v in lin.state_dict().items()}
@@ -122,7 +122,7 @@ def test_two_ranks_equal_one_process(two_ranks, name):
     ref_model = make_mlp(D, 2, (8,), seed=0)
     ref = train(ref_model, _data(), ghost=ghost, device="cpu", **kw)
     for state, eps, sizes, sigma in (r[name] for r in two_ranks):
-        np.testing.assert_array_equal(sizes, ref.batch_sizes)
+        np.testing.assert_array_equal(sizes, ref.not_private.batch_sizes)
         assert eps == ref.epsilon and sigma == ref.noise_multiplier
         for k, v in ref_model.state_dict().items():
             torch.testing.assert_close(state[k], v, atol=2e-6, rtol=1e-5)
@@ -146,7 +146,7 @@ def test_local_sampling_has_the_same_accounting(two_ranks):
     (eps0, sizes0), (eps1, sizes1) = (r["local"] for r in two_ranks)
     assert eps0 == eps1 == ref.epsilon
     np.testing.assert_array_equal(sizes0, sizes1)       # the global sizes, on every rank
-    assert len(sizes0) == ref.steps and not np.array_equal(sizes0, ref.batch_sizes)
+    assert len(sizes0) == ref.steps and not np.array_equal(sizes0, ref.not_private.batch_sizes)
 
 
 def test_noise_is_added_once(two_ranks):

@@ -1,0 +1,102 @@
+"""What a private run may reveal: every field of every trainer's result, classified in one place.
+
+A DP guarantee covers what the mechanism releases — the noisy models — and whatever is computed
+from them alone (post-processing). A trainer also returns things that are not covered: the
+realised Poisson batch sizes, the share of clipped gradients, the training loss — statistics of
+the private data computed WITHOUT noise. Two neighbouring data sets give different values of
+them with no noise in between (e.g. a share of clamped coordinates that is exactly 0.0 without a
+large-gradient record and positive with it), so publishing one beside the model can break ε.
+
+The kinds:
+
+* :data:`PUBLIC` — a function of the public configuration alone (σ, q, T, δ, ε, C, the
+  accountant);
+* :data:`NOISED` — a function of the noisy releases (the model, the evaluation history,
+  KS factors): covered by ε;
+* :data:`SECRET` — the randomness of the run (its seed): not data, but publishing it removes the
+  noise (two runs on neighbouring data with a known seed differ by one clipped gradient);
+* :data:`NOT_COVERED` — computed from the data without noise: not covered by ε, do not publish.
+  Trainers keep these together in one field named ``not_private`` (:class:`NotPrivate`).
+
+:func:`publishable` returns a result's public and noised fields only — what may be released.
+The test suite enumerates every result class's fields and fails on one missing here, so a new
+field must be classified before it can be returned.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["PUBLIC", "NOISED", "SECRET", "NOT_COVERED", "KINDS", "NotPrivate", "all_field_kinds",
+           "field_kinds", "publishable"]
+
+PUBLIC = "public"
+NOISED = "noised"
+SECRET = "secret"
+NOT_COVERED = "not covered by epsilon"
+#: The four kinds, from safest to publish to not at all.
+KINDS = (PUBLIC, NOISED, SECRET, NOT_COVERED)
+
+
+@dataclass(frozen=True)
+class NotPrivate:
+    """Diagnostics computed from the private data WITHOUT noise: useful for studying the
+    algorithm, not covered by ε — do not publish them with the model.
+
+    ``batch_sizes``: the realised Poisson batch sizes; ``clip_fraction``: the share of
+    per-example gradients with norm > C; ``train_loss``: the mean training loss over the batches
+    since the previous history entry, one per entry of the result's ``history``;
+    ``clamped_fraction``: the share of gradient coordinates the gradient encoding changed
+    (:func:`dplib.encoding.train_encoded`). A field a trainer does not compute is None or NaN.
+    """
+    batch_sizes: np.ndarray | None = None
+    clip_fraction: float = float("nan")
+    train_loss: list = field(default_factory=list)
+    clamped_fraction: float = float("nan")
+
+
+def _kinds() -> dict[type, dict[str, str]]:
+    from ..encoding.train import EncodedTrainResult
+    from .batched import BatchedModels
+    from .trainer import TrainResult
+    shared = {"model": NOISED, "sample_rate": PUBLIC, "steps": PUBLIC, "delta": PUBLIC,
+              "epsilon": PUBLIC, "history": NOISED, "accountant": PUBLIC, "seed": SECRET,
+              "not_private": NOT_COVERED}
+    return {
+        TrainResult: {**shared, "noise_multiplier": PUBLIC, "max_grad_norm": PUBLIC},
+        EncodedTrainResult: {**shared, "noise": PUBLIC, "denoise": PUBLIC,
+                             "ks_factors": NOISED},
+        # shadow-model stacks for audits: the masks say which records each model saw
+        BatchedModels: {"template": PUBLIC, "params": NOISED, "buffers": PUBLIC,
+                        "masks": NOT_COVERED, "seeds": SECRET, "noise_multiplier": PUBLIC,
+                        "sample_rate": PUBLIC, "steps": PUBLIC, "delta": PUBLIC,
+                        "epsilon": PUBLIC, "max_grad_norm": PUBLIC, "device": PUBLIC},
+    }
+
+
+@functools.cache
+def all_field_kinds() -> dict[type, dict[str, str]]:
+    """{result class: {field: kind}} for every trainer result class (built on first call: the
+    trainers import this module)."""
+    return _kinds()
+
+
+def field_kinds(result: object) -> dict[str, str]:
+    """The kind of every field of ``result`` (an instance or a result class)."""
+    cls = result if isinstance(result, type) else type(result)
+    kinds = all_field_kinds()
+    if cls not in kinds:
+        raise ValueError(f"result must be one of {sorted(c.__name__ for c in kinds)}, "
+                         f"got {cls.__name__}")
+    return dict(kinds[cls])
+
+
+def publishable(result: object) -> dict[str, object]:
+    """The fields of ``result`` that may be released with the model: public and noised ones
+    (everything secret or not covered by ε is left out)."""
+    kinds = field_kinds(result)
+    return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+            if kinds[f.name] in (PUBLIC, NOISED)}

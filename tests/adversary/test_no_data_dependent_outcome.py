@@ -1,0 +1,217 @@
+"""After the pre-flight, nothing a record does changes what a run raises or returns.
+
+Two attacks of one shape: a check or a statistic that only a sampled record triggers.
+
+1. Hostile per-example models (example i's output depends on x_i alone, so the batch-independence
+   probe passes) that fail a fast path's batch-level check only when some activation is extreme:
+   one clamps a layer's output in place, one re-runs a layer on extreme rows, one writes to a
+   buffer. With one finite record x = 1e4 they used to make ``train(ghost=True)`` raise exactly in
+   the step that sampled the record (10 of 10 runs with it, 0 of 10 without). Now both neighbours
+   complete, and every batch's clipped sum equals the exact per-example one.
+2. Every field of every trainer's result is classified (:mod:`dplib.training.release`), so a
+   noise-free statistic cannot be returned beside the model under an ordinary name.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from dplib.training import noisy_gradient, train
+from dplib.training.clipped_sum import exact_clipped_sum, private_clipped_sum
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+class ClampsWhenExtreme(nn.Module):
+    """Clamps the first layer's output in place when some activation exceeds 1e3."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = self.a(x)
+        if bool((h.abs() > 1e3).any()):
+            h.clamp_(-1e3, 1e3)
+        return self.b(torch.tanh(h))
+
+
+class RerunsOnExtremeRows(nn.Module):
+    """Runs its first layer a second time on rows with an extreme input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 3)
+
+    def forward(self, x):
+        big = x.abs().amax(1, keepdim=True) > 1e3
+        h = self.a(x)
+        if bool(big.any()):
+            h = torch.where(big, self.a(x / 1e4), h)
+        return self.b(torch.tanh(h))
+
+
+class CountsExtremeRows(nn.Module):
+    """Writes to a buffer (a counter) only when a batch of 2 to 29 rows holds an extreme input:
+    the pre-flight's pass over all 41 records in one chunk does not see it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 3)
+        self.register_buffer("seen", torch.zeros(()))
+
+    def forward(self, x):
+        if bool((x.abs() > 1e3).any()) and 1 < x.shape[0] < 30:
+            self.seen += 1
+        return self.a(torch.tanh(x))
+
+
+HOSTILE = [ClampsWhenExtreme, RerunsOnExtremeRows, CountsExtremeRows]
+
+
+def _data(with_record: bool, n: int = 40):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, 4, generator=g)
+    y = torch.randint(0, 3, (n,), generator=g)
+    if with_record:
+        x = torch.cat([x, torch.full((1, 4), 1e4)])
+        y = torch.cat([y, torch.tensor([1])])
+    return x, y
+
+
+def _model(cls):
+    torch.manual_seed(0)
+    return cls()
+
+
+@pytest.mark.parametrize("cls", HOSTILE, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("ghost", [True, False])
+def test_hostile_models_complete_with_and_without_the_record(cls, ghost):
+    """Both neighbours train to the end (q = 0.5: the record is sampled in most of 6 steps)."""
+    outcomes = []
+    for with_record in (False, True):
+        for seed in range(3):
+            res = train(_model(cls), _data(with_record), sample_rate=0.5, steps=6, lr=0.1,
+                        noise_multiplier=1.0, ghost=ghost, seed=seed)
+            outcomes.append((res.steps, np.isfinite(res.epsilon)))
+            assert all(torch.isfinite(p).all() for p in res.model.parameters())
+    assert set(outcomes) == {(6, True)}
+
+
+@pytest.mark.parametrize("cls", HOSTILE, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("ghost", [True, False])
+def test_a_batch_with_the_record_gets_the_exact_clipped_sum(cls, ghost):
+    """The batch holding the record: the stage's sum equals the per-example autograd sum, and
+    the model's state is as before the step (the hostile buffer write is undone)."""
+    x, y = _data(True, n=6)
+    model = _model(cls)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    got, norms, _ = private_clipped_sum(model, F.cross_entropy, x, y, 1.0, ghost=ghost)
+    ref, ref_norms, _ = exact_clipped_sum(_model(cls), F.cross_entropy, x, y, 1.0)
+    for k in ref:
+        torch.testing.assert_close(got[k], ref[k], rtol=1e-5, atol=1e-6)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    assert norms.shape == (7,)
+
+
+def test_noisy_gradient_does_not_raise_on_the_record_either():
+    x, y = _data(True, n=6)
+    for cls in HOSTILE:
+        g, _, _ = noisy_gradient(_model(cls), F.cross_entropy, x, y, max_grad_norm=1.0,
+                                 noise_multiplier=0.0, expected_batch_size=1.0, ghost=True)
+        assert all(torch.isfinite(v).all() for v in g.values())
+
+
+def test_an_example_whose_backward_raises_adds_nothing_instead_of_stopping_the_step():
+    """The last resort of the exact path: an example that raises contributes zero, as a
+    non-finite gradient does — the step never raises on data."""
+
+    class RaisesOnExtreme(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(4, 3)
+
+        def forward(self, x):
+            if bool((x.abs() > 1e3).any()):
+                raise RuntimeError("extreme")
+            return self.a(x)
+
+    x, y = _data(True, n=6)
+    model = _model(RaisesOnExtreme)
+    got, norms, _ = private_clipped_sum(model, F.cross_entropy, x, y, 1.0, ghost=False)
+    ref, _, _ = exact_clipped_sum(model, F.cross_entropy, x[:6], y[:6], 1.0)
+    for k in ref:
+        torch.testing.assert_close(got[k], ref[k], rtol=1e-5, atol=1e-6)
+    assert torch.isnan(norms[6]) and torch.isfinite(norms[:6]).all()
+
+
+def _result_classes():
+    """Every dataclass a dplib trainer returns, found by walking the package (not a list kept
+    by hand): a class named ``*Result`` or ``BatchedModels`` in any dplib module."""
+    import importlib
+    import pkgutil
+
+    import dplib
+    found = set()
+    for info in pkgutil.walk_packages(dplib.__path__, "dplib."):
+        if ".testing" in info.name or info.name.endswith("hf"):
+            continue
+        mod = importlib.import_module(info.name)
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) \
+                    and obj.__module__.startswith(("dplib.training", "dplib.encoding")) \
+                    and (obj.__name__.endswith("Result") or obj.__name__ == "BatchedModels"):
+                found.add(obj)
+    return sorted(found, key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("cls", _result_classes(), ids=lambda c: c.__name__)
+def test_every_result_field_is_classified(cls):
+    """A new field must be declared public, noised (and accounted), secret or not covered."""
+    from dplib.training.release import KINDS, all_field_kinds
+    kinds = all_field_kinds()
+    assert cls in kinds, f"{cls.__name__} is not classified in dplib.training.release"
+    names = {f.name for f in dataclasses.fields(cls)}
+    assert names == set(kinds[cls]), names ^ set(kinds[cls])
+    assert set(kinds[cls].values()) <= set(KINDS)
+
+
+def test_publishable_leaves_out_secret_and_not_covered_fields():
+    from dplib.training.release import publishable
+    res = train(nn.Linear(4, 3), _data(False, n=20), sample_rate=0.5, steps=2, lr=0.1,
+                noise_multiplier=1.0, seed=3)
+    out = publishable(res)
+    assert "model" in out and "epsilon" in out
+    assert "seed" not in out and "not_private" not in out
+
+
+def test_neighbours_differ_only_in_noised_or_not_covered_fields():
+    """Same seed, D and D + one large-gradient record: the public fields are equal; the fields
+    that differ are the noised model and the not-covered diagnostics, named as such."""
+    from dplib.training.release import NOT_COVERED, NOISED, PUBLIC, SECRET, field_kinds
+    from dplib.training.trainer import TrainResult
+
+    def run(with_record):
+        torch.manual_seed(0)
+        model = nn.Linear(4, 3)
+        return train(model, _data(with_record, n=30), sample_rate=0.3, steps=5, lr=0.1,
+                     noise_multiplier=1.0, seed=1, expected_batch_size=9.0)
+
+    a, b = run(False), run(True)
+    kinds = field_kinds(TrainResult)
+    for name, kind in kinds.items():
+        if kind == PUBLIC:
+            va, vb = getattr(a, name), getattr(b, name)
+            if name == "accountant":
+                va, vb = va.get_epsilon(1e-5), vb.get_epsilon(1e-5)
+            assert va == vb, name
+        else:
+            assert kind in (NOISED, NOT_COVERED, SECRET)
+    assert a.not_private.clip_fraction != b.not_private.clip_fraction or \
+        a.not_private.batch_sizes.tolist() != b.not_private.batch_sizes.tolist()
