@@ -13,6 +13,7 @@ Modules are named for the mechanism they hold; everything public is re-exported 
 * ``gaussian`` — the Gaussian mechanism, classic and analytic σ, exact δ(ε), privacy loss;
 * ``discrete`` — exact discrete Laplace / Gaussian samplers (Canonne, Kamath & Steinke 2020);
 * ``exponential`` — the exponential mechanism and report-noisy-max.
+* ``secure_noise`` — DP-SGD Gaussian noise on an exact lattice, hardened against float attacks.
 """
 from .discrete import (bernoulli_exp, discrete_gaussian, discrete_gaussian_delta,
                        discrete_gaussian_mechanism, discrete_gaussian_pmf, discrete_laplace,
@@ -23,6 +24,8 @@ from .gaussian import (gaussian_delta, gaussian_epsilon, gaussian_log_delta, gau
                        gaussian_privacy_loss, gaussian_sigma)
 from .laplace import (float_laplace_reachable, laplace_mechanism, laplace_privacy_loss,
                       laplace_scale, mean_sensitivity, textbook_float_laplace)
+from .secure_noise import (SECURE_SIGMA_Z, secure_add_noise, secure_gaussian, secure_grid,
+                           secure_noise_multiplier, secure_sensitivity)
 from .randomized_response import (coin_flip_p_truth, randomized_response, rr_epsilon,
                                   rr_estimate, rr_estimator_variance, rr_p_truth,
                                   rr_posterior, rr_simulate_estimates)
@@ -38,4 +41,6 @@ __all__ = [
     "discrete_gaussian_pmf", "discrete_laplace_mechanism", "discrete_gaussian_mechanism",
     "discrete_gaussian_delta",
     "exponential_mechanism_probabilities", "exponential_mechanism", "report_noisy_max",
+    "SECURE_SIGMA_Z", "secure_grid", "secure_gaussian", "secure_add_noise", "secure_sensitivity",
+    "secure_noise_multiplier",
 ]
