@@ -207,7 +207,8 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     if (epochs is None) == (steps is None):
         raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
                          f"steps={steps!r}")
-    from ..training.trainer import as_tensors, check_every_record_runs
+    from ..training.preflight import (as_tensors, check_model_and_data, check_sum_range,
+                                      narrowest_dtype)
     x, y = as_tensors(train_data, "train_data", finite=True)
     y = y.long()
     n = int(x.shape[0])
@@ -225,7 +226,11 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     eps = EpsilonTracker(privatizer, q, T, delta,
                          lambda: EncodingAccountant(codebook, orders, method=accountant_method))
     x_dev, y_dev = x.to(dev), y.to(dev)
-    check_every_record_runs(model, loss, x_dev, y_dev, chunk_size=min(chunk_size or 1024, 1024))
+    # the pre-flight every trainer runs (dplib.training.preflight), before any randomness; the
+    # encoded sum of up to n records is bounded by n·max‖ψ‖, which must not overflow
+    check_model_and_data(model, x_dev, y_dev, loss_fn=loss,
+                         chunk_size=min(chunk_size or 1024, 1024))
+    check_sum_range(float(codebook.norms.max()), 0.0, n, narrowest_dtype(model))
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
     denom = q * n if expected_batch_size is None else check_positive("expected_batch_size",
                                                                       expected_batch_size)

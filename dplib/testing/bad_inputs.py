@@ -221,7 +221,20 @@ EXCLUDED: dict[str, str] = {
         "dplib.encoding.moments.check_noise", "dplib.encoding.moments.check_orders_int",
         "dplib.icl.aggregation.check_disjoint", "dplib.mechanisms.laplace.check_noise_scale",
         "dplib.mechanisms.laplace.check_resolution", "dplib.training.grads.check_batch",
-        "dplib.training.trainer.as_tensors", "dplib.training.batched.check_masks")},
+        "dplib.training.preflight.as_tensors", "dplib.training.batched.check_masks",
+        "dplib.training.ghost.check_ghost_supported",
+        "dplib.training.preflight.check_model_and_data",
+        "dplib.training.preflight.check_ghost_on_probe")},
+    "dplib.training.preflight.preflight": "the pre-flight of train/train_distributed/"
+                                          "train_models_batched (all swept), given their "
+                                          "validated RunConfig; its checks are swept one by one",
+    **{name: "a stage builder the trainers call with their validated RunConfig (swept via "
+             "train)" for name in ("dplib.training.trainer.make_optimizer",
+                                   "dplib.training.trainer.make_privatizer")},
+    "dplib.training.clipped_sum.StateSnapshot": "internal record of a model's state, taken "
+                                                "and restored by the clipped-sum stage (swept)",
+    "dplib.training.release.NotPrivate": "result record of the not-covered diagnostics",
+    "dplib.training.release.all_field_kinds": "no parameters",
     "dplib.accounting.pld_grid.DiscretePLD": "data container built by subsampled_gaussian_pld/compose",
     "dplib.attacks.audit_stats.AuditResult": "result record returned by audit_from_samples",
     "dplib.attacks.catalogue.MechanismAudit": "record built by mechanism_audits (its run() is "

@@ -12,6 +12,11 @@
 * :mod:`.trainer` — :func:`train` (DP-SGD / DP-Adam with Poisson sampling, noise on the clipped
   sum divided by the expected batch size, an accountant from the registry attached),
   :func:`evaluate`, :func:`predict_logits`.
+* A private run in stages: :mod:`.config` (:class:`RunConfig`, the public settings, validated
+  once), :mod:`.preflight` (everything a run may refuse, before any randomness),
+  :mod:`.clipped_sum` (the clipped sum of a batch, never refused: a fast path that fails is
+  recomputed exactly), :mod:`.engine` (privatizer and loop), :mod:`.release` (the kind of every
+  result field: public, noised, secret or not covered by ε).
 * :mod:`.batched` — :func:`train_models_batched`: the same engine over a stack of models
   (``torch.func.vmap``), for shadow models and audits.
 * :mod:`.distributed` — :func:`train_distributed` (DP-SGD over ``torch.distributed`` ranks: shard
@@ -44,7 +49,8 @@ from . import erm  # noqa: F401  (dplib.training.erm: NumPy only)
 # The DP-SGD modules need torch: they load on first use (PEP 562), so that
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
 _SUBMODULES = ("ghost", "ghost_layers", "grads", "models", "trainer", "engine", "batched",
-               "distributed", "benchmark_tables", "recipes")
+               "distributed", "benchmark_tables", "recipes", "config", "preflight",
+               "clipped_sum", "release")
 _LAZY = {
     **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms", "ghost_plan"),
                     "ghost"),
@@ -55,9 +61,12 @@ _LAZY = {
                      "forward_must_not_mutate", "make_cnn", "make_logistic_regression",
                      "make_mlp", "make_mnist_cnn", "make_transformer", "TokenClassifier"),
                     "models"),
-    **dict.fromkeys(("TrainResult", "check_run_settings", "evaluate", "make_accountant",
-                     "noisy_gradient", "predict_logits", "resolve_noise_multiplier",
-                     "steps_for_epochs", "train"), "trainer"),
+    **dict.fromkeys(("TrainResult", "evaluate", "make_accountant", "noisy_gradient",
+                     "predict_logits", "train"), "trainer"),
+    **dict.fromkeys(("RunConfig", "steps_for_epochs"), "config"),
+    "preflight": "preflight",
+    **dict.fromkeys(("private_clipped_sum", "exact_clipped_sum"), "clipped_sum"),
+    **dict.fromkeys(("NotPrivate", "publishable"), "release"),
     **dict.fromkeys(("GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker"), "engine"),
     **dict.fromkeys(("BatchedModels", "train_models_batched", "train_models_sequential"),
                     "batched"),
@@ -74,8 +83,9 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "check_dp_compatible", "per_example_grads", "clip_per_example", "clip_factors",
            "clipped_grad_sum", "per_example_losses", "ghost_norms", "ghost_clipped_grad_sum",
            "GHOST_LAYERS", "train", "noisy_gradient", "TrainResult", "evaluate",
-           "predict_logits", "steps_for_epochs", "make_accountant", "resolve_noise_multiplier",
-           "check_run_settings", "forward_must_not_mutate",
+           "predict_logits", "steps_for_epochs", "make_accountant", "RunConfig",
+           "private_clipped_sum", "exact_clipped_sum", "NotPrivate", "publishable",
+           "forward_must_not_mutate",
            "check_examples_independent", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker",
            "BatchedModels", "train_models_batched", "train_models_sequential",
            "BroadcastPrivatizer", "train_distributed", "train_models_distributed",

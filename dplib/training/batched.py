@@ -155,15 +155,37 @@ def _check_models(models) -> list[nn.Module]:
     return list(models)
 
 
-def _privacy_setup(q, T, noise_multiplier, target_epsilon, c, delta, accountant):
-    """σ and ε exactly as dplib.training.train computes them."""
+def _exact_stack_sum(template: nn.Module, params: dict, buffers: dict, xb: torch.Tensor,
+                     yb: torch.Tensor, sizes: list[int], loss: Callable, c: float) -> dict:
+    """The clipped sums of a model stack's batch computed model by model and example by example
+    (:func:`~dplib.training.clipped_sum.exact_clipped_sum`): the fallback when the vmapped step
+    raises on a batch (data-dependent control flow, say), so that no batch is ever refused."""
+    from .clipped_sum import exact_clipped_sum
+    out = {k: torch.zeros_like(v) for k, v in params.items()}
+    mod = copy.deepcopy(template).to(xb.device)
+    for m, size in enumerate(sizes):
+        with torch.no_grad():
+            for k, v in params.items():
+                mod.get_parameter(k).copy_(v[m])
+            for k, v in buffers.items():
+                target = dict(mod.named_buffers()).get(k)
+                if target is None:
+                    target = mod.get_parameter(k)
+                target.copy_(v[m])
+        total, _, _ = exact_clipped_sum(mod, loss, xb[m, :size], yb[m, :size], c)
+        for k in out:
+            out[k][m] = total[k]
+    return out
+
+
+def _privacy_setup(cfg):
+    """σ and ε exactly as dplib.training.train computes them (from its RunConfig)."""
     from . import make_accountant
-    from . import resolve_noise_multiplier
-    sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, delta, q, T,
-                                     accountant)
+    sigma = cfg.sigma()
     if sigma > 0:
-        eps = make_accountant(accountant).step(noise_multiplier=sigma, sample_rate=q,
-                                               num_steps=T).get_epsilon(delta)
+        eps = make_accountant(cfg.accountant).step(
+            noise_multiplier=sigma, sample_rate=cfg.sample_rate,
+            num_steps=cfg.num_steps).get_epsilon(cfg.delta)
     else:
         eps = math.inf
     return sigma, eps
@@ -203,31 +225,33 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     from ..samplers import poisson_batches
     from .grads import clip_factors
     from .engine import GaussianPrivatizer, dpsgd_loop
-    from .trainer import check_run_settings
+    from .config import RunConfig
+    from .preflight import preflight
 
     models = _check_models(models)
     M = len(models)
     x_all, y_all = _as_xy(X, y)
     N = x_all.shape[0]
     mk = check_masks(masks, M, N)
-    q, lr, c, d, mom, wd, T = check_run_settings(
-        sample_rate=sample_rate, lr=lr, max_grad_norm=max_grad_norm, delta=delta,
-        optimizer=optimizer, accountant=accountant, momentum=momentum,
-        weight_decay=weight_decay, epochs=epochs, steps=steps)
+    cfg = RunConfig(sample_rate=sample_rate, lr=lr, epochs=epochs, steps=steps,
+                    noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+                    max_grad_norm=max_grad_norm, delta=delta, optimizer=optimizer,
+                    momentum=momentum, weight_decay=weight_decay, betas=betas,
+                    accountant=accountant, expected_batch_size=expected_batch_size)
+    q, lr, c, d, T = cfg.sample_rate, cfg.lr, cfg.max_grad_norm, cfg.delta, cfg.num_steps
+    mom, wd = cfg.momentum, cfg.weight_decay
     seeds = _model_seeds(seeds, M)
     if len(seeds) != M:
         raise ValueError(f"seeds must have one entry per model ({M}), got {len(seeds)}")
     if chunk_size is not None:
         chunk_size = check_int("chunk_size", chunk_size)
-    sigma, eps = _privacy_setup(q, T, noise_multiplier, target_epsilon, c, d, accountant)
-    from .models import check_examples_independent
-    from .trainer import check_every_record_runs, check_sum_range, narrowest_dtype
+    sigma, eps = _privacy_setup(cfg)
     template = copy.deepcopy(models[0]).cpu()
-    check_sum_range(c, sigma, N, narrowest_dtype(template))
     loss = _default_loss if loss_fn is None else loss_fn
     dev = as_device(device)
-    check_examples_independent(template, x_all)     # as train does, once before training
-    check_every_record_runs(copy.deepcopy(template).to(dev), loss, x_all, y_all, name="(X, y)")
+    # train's pre-flight, once, on a copy of the first model over all of (X, y)
+    preflight(copy.deepcopy(template).to(dev), x_all.to(dev), y_all.to(dev), cfg,
+              loss_fn=loss, sigma=sigma, name="(X, y)")
 
     trainable = [k for k, p in template.named_parameters() if p.requires_grad]
     params_all, buffers = stack_module_state([copy.deepcopy(m).cpu() for m in models])
@@ -287,7 +311,12 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
             idx[m, :sizes[m]] = members[m][batches[m][t]]
             w[m, :sizes[m]] = 1.0
         ii = torch.from_numpy(idx).to(dev)
-        return step_fn(params, buffers, x_dev[ii], y_dev[ii], torch.from_numpy(w).to(dev)), {}
+        try:
+            return step_fn(params, buffers, x_dev[ii], y_dev[ii],
+                           torch.from_numpy(w).to(dev)), {}
+        except Exception:     # noqa: BLE001 - never refuse a batch: recompute it exactly
+            return _exact_stack_sum(template, params, buffers, x_dev[ii], y_dev[ii], sizes,
+                                    loss, c), {}
 
     def update(grads: dict, t: int) -> None:
         with torch.no_grad():

@@ -186,6 +186,8 @@ def private_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y:
     name, per-example norms [B], per-example losses [B])."""
     check_batch(x, y)
     c = check_max_grad_norm(max_norm)
+    if not isinstance(ghost, bool):
+        raise ValueError(f"ghost must be True or False, got {ghost!r}")
     if ghost:
         check_ghost_supported(model)     # reads the model alone: the same answer for any data
     snap = StateSnapshot(model)

@@ -61,12 +61,13 @@ from .._validate import check_choice, check_int, check_positive
 from ..device import as_device, release_seed
 from ..samplers import poisson_batches
 from .batched import BatchedModels, check_masks, train_models_batched
-from .engine import EpsilonTracker, GaussianPrivatizer, Privatizer, dpsgd_loop
+from .clipped_sum import private_clipped_sum
+from .config import RunConfig
+from .engine import EpsilonTracker, Privatizer, dpsgd_loop
+from .models import check_dp_compatible
+from .preflight import as_tensors, check_sum_range, narrowest_dtype, preflight
 from .release import NotPrivate
-from .models import check_dp_compatible, check_examples_independent
-from .trainer import (TrainResult, as_tensors, check_every_record_runs, check_run_settings,
-                      check_sum_range, evaluate, narrowest_dtype, noisy_gradient,
-                      resolve_noise_multiplier)
+from .trainer import TrainResult, evaluate, make_optimizer, make_privatizer
 
 __all__ = ["BroadcastPrivatizer", "train_distributed", "train_models_distributed", "launch",
            "digits_recipe", "main"]
@@ -215,26 +216,26 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
     local: dict[str, Any] = {"error": None, "settings": {}, "n": 0, "seed": None}
     try:
         check_dp_compatible(model)
-        q, lr, c, d, mom, wd, T = check_run_settings(
-            sample_rate=sample_rate, lr=lr, max_grad_norm=max_grad_norm, delta=delta,
-            optimizer=optimizer, accountant=accountant, momentum=momentum,
-            weight_decay=weight_decay, epochs=epochs, steps=steps)
+        cfg = RunConfig(
+            sample_rate=sample_rate, lr=lr, epochs=epochs, steps=steps,
+            noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+            max_grad_norm=max_grad_norm, delta=delta, optimizer=optimizer, momentum=momentum,
+            weight_decay=weight_decay, betas=betas, accountant=accountant, ghost=ghost,
+            virtual_batch_size=virtual_batch_size, expected_batch_size=expected_batch_size,
+            device=device)
+        q, lr, c, d, T = cfg.sample_rate, cfg.lr, cfg.max_grad_norm, cfg.delta, cfg.num_steps
+        mom, wd, vbs, ebs = cfg.momentum, cfg.weight_decay, cfg.virtual_batch_size, \
+            cfg.expected_batch_size
         check_choice("sampling", sampling, ("shared", "local"))
-        if not isinstance(ghost, bool):
-            raise ValueError(f"ghost must be True or False, got {ghost!r}")
         _shard_size(shard, rank)
         x, y = as_tensors(shard, "shard", finite=True)
-        check_examples_independent(model, x, layers=ghost)
-        sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T,
-                                         accountant)
-        vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
-                                                                virtual_batch_size)
-        ebs = None if expected_batch_size is None else check_positive("expected_batch_size",
-                                                                      expected_batch_size)
+        sigma = cfg.sigma()
         given = None if seed is None else release_seed(seed)
         dev, loss = as_device(device), F.cross_entropy if loss_fn is None else loss_fn
-        check_every_record_runs(model.to(dev).train(), loss, x, y, name="shard",
-                                chunk_size=min(vbs or 1024, 1024))
+        # the same pre-flight as train, on this rank's shard (the overflow bound is checked
+        # again below with the global n)
+        preflight(model.to(dev).train(), x.to(dev), y.to(dev), cfg, loss_fn=loss, sigma=sigma,
+                  name="shard")
         evals = None if eval_data is None else as_tensors(eval_data, "eval_data")
         local["settings"] = dict(
             sample_rate=q, noise_multiplier=sigma, max_grad_norm=c, delta=d, steps=T, lr=lr,
@@ -258,10 +259,7 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
             for v in model.state_dict().values():
                 dist.broadcast(v, src=_global_rank(0, group), group=group)
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
-    if optimizer == "sgd":
-        opt = torch.optim.SGD(params.values(), lr=lr, momentum=mom, weight_decay=wd)
-    else:
-        opt = torch.optim.Adam(params.values(), lr=lr, betas=betas, weight_decay=wd)
+    opt = make_optimizer(cfg, params)
     x_dev, y_dev = x.to(dev), y.to(dev)
     if sampling == "shared":       # train's global batches; this rank keeps its shard's part
         batches = [b[(b >= offset) & (b < offset + sizes[rank])] - offset
@@ -270,7 +268,7 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
         child = np.random.SeedSequence(seed).spawn(world)[rank]
         batches = poisson_batches(sizes[rank], q, T, rng=np.random.default_rng(child))
     noise_gen = torch.Generator(device="cpu").manual_seed(seed) if rank == 0 else None
-    privatizer = BroadcastPrivatizer(GaussianPrivatizer(sigma, c), src=0, group=group)
+    privatizer = BroadcastPrivatizer(make_privatizer(cfg, sigma), src=0, group=group)
     eps = EpsilonTracker(privatizer, q, T, d, accountant)
     denom = q * n if ebs is None else ebs
     tally = torch.zeros(4, dtype=torch.float64, device=dev)   # loss sum, count, clipped, seen
@@ -278,9 +276,8 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
     def private_sum(idx: np.ndarray) -> tuple[dict, dict]:
         ii = torch.from_numpy(idx).to(dev)
         # σ = 0 and divisor 1: exactly train's clipped sum (vmap or ghost), no noise
-        total, norms, losses = noisy_gradient(
-            model, loss, x_dev[ii], y_dev[ii], max_grad_norm=c, noise_multiplier=0.0,
-            expected_batch_size=1.0, ghost=ghost, virtual_batch_size=vbs)
+        total, norms, losses = private_clipped_sum(model, loss, x_dev[ii], y_dev[ii], c,
+                                                   ghost=cfg.ghost, chunk_size=vbs)
         return _allreduce(total, group, world), {"norms": norms, "losses": losses}
 
     def update(grads: dict, t: int) -> None:

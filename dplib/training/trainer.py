@@ -48,19 +48,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_choice, check_int, check_positive, check_probability, check_real
+from .._validate import check_choice, check_int, check_positive, check_real
 from ..device import as_device, release_seed
-from ..accounting import accountant_names, calibrate_noise, check_delta
 from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
-from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
 from .clipped_sum import private_clipped_sum
+from .config import RunConfig, steps_for_epochs
+from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
+from .grads import check_max_grad_norm
+from .models import check_dp_compatible
+from .preflight import (as_tensors, check_every_record_runs, check_sum_range,  # noqa: F401
+                        narrowest_dtype, preflight)
 from .release import NotPrivate
-from .grads import check_batch, check_max_grad_norm, clipped_grad_sum, per_example_losses
-from .models import check_dp_compatible, check_examples_independent, forward_must_not_mutate
 
 __all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits",
-           "steps_for_epochs", "make_accountant"]
+           "make_accountant", "make_optimizer", "make_privatizer"]
 
 
 @dataclass
@@ -92,164 +94,9 @@ class TrainResult:
     seed: int | None = None
 
 
-def steps_for_epochs(epochs: float, sample_rate: float) -> int:
-    """T = round(epochs / q): an "epoch" of Poisson sampling is 1/q steps (n records seen in
-    expectation). At least one step."""
-    e = check_positive("epochs", epochs)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    return max(1, int(round(e / q)))
-
-
 def make_accountant(kind: str):
     """A fresh accountant from the registry of :mod:`dplib.accounting` ("rdp", "pld", …)."""
     return _registry_accountant(kind)
-
-
-def resolve_noise_multiplier(noise_multiplier: float | None, target_epsilon: float | None,
-                             max_grad_norm: float, delta: float, sample_rate: float, steps: int,
-                             accountant: str) -> float:
-    """σ of a run: ``noise_multiplier`` as given, or :func:`dplib.accounting.calibrate_noise`
-    (target ε, δ, q, T, accountant) for ``target_epsilon`` (exactly one of the two).
-
-    C = ∞ (no clipping) bounds no sensitivity: it allows only σ = 0 (non-private training).
-    Shared by :func:`train` and the batched shadow-model trainer, so both spend the same noise.
-    """
-    if (noise_multiplier is None) == (target_epsilon is None):
-        raise ValueError(f"give exactly one of noise_multiplier and target_epsilon, got "
-                         f"noise_multiplier={noise_multiplier!r}, "
-                         f"target_epsilon={target_epsilon!r}")
-    if target_epsilon is not None:
-        if math.isinf(max_grad_norm):
-            raise ValueError("target_epsilon needs a finite max_grad_norm (clipping bounds the "
-                             "sensitivity), got max_grad_norm=inf")
-        return calibrate_noise(check_positive("target_epsilon", target_epsilon), delta,
-                               sample_rate, steps, accountant)
-    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-    if math.isinf(max_grad_norm) and sigma > 0:
-        raise ValueError(f"max_grad_norm=inf (no clipping) allows only noise_multiplier=0 "
-                         f"(non-private training), got noise_multiplier={sigma:g}; noise "
-                         "std σ·C would be infinite")
-    return sigma
-
-
-def check_run_settings(*, sample_rate: float, lr: float, max_grad_norm: float, delta: float,
-                       optimizer: str, accountant: str, momentum: float, weight_decay: float,
-                       epochs: float | None, steps: int | None) -> tuple:
-    """The settings every DP-SGD run shares, checked: (q, lr, C, δ, momentum, weight decay, T).
-    Shared by :func:`train` and the batched shadow-model trainer, so both accept the same runs."""
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    lr = check_positive("lr", lr)
-    c = check_max_grad_norm(max_grad_norm)
-    d = check_delta(delta)
-    check_choice("optimizer", optimizer, ("sgd", "adam"))
-    check_choice("accountant", accountant, accountant_names())
-    mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
-    wd = check_real("weight_decay", weight_decay, low=0.0, low_open=False)
-    if (epochs is None) == (steps is None):
-        raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
-                         f"steps={steps!r}")
-    T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
-    return q, lr, c, d, mom, wd, T
-
-
-def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
-                    dtype: torch.dtype = torch.float32) -> None:
-    """Refuse a clipping norm so large that the noisy sum could overflow ``dtype``.
-
-    Each coordinate of Σ_i ḡ_i + N(0, σ²C²) is at most size·C + |z|·σC, and |z| < 40 for every
-    float Gaussian sampler. If that bound could exceed the dtype's largest number, whether the
-    released update is finite would depend on how many large records were sampled — a membership
-    signal. Checked before training, from public quantities (C, σ, the data-set size n).
-    """
-    max_grad_norm = check_max_grad_norm(max_grad_norm)
-    noise_multiplier = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-    size = check_int("size", size, low=0)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating-point torch dtype, got {dtype!r}")
-    if not math.isfinite(max_grad_norm):
-        return
-    bound = max_grad_norm * (size + 40.0 * noise_multiplier)
-    top = torch.finfo(dtype).max / 4
-    if bound >= top:
-        raise ValueError(f"max_grad_norm={max_grad_norm:g} is too large for {dtype}: the noisy "
-                         f"sum of up to {size} clipped gradients could reach {bound:.3g}, beyond "
-                         f"{top:.3g}, and overflow only for some batches; use max_grad_norm < "
-                         f"{top / (size + 40.0 * noise_multiplier):.3g} (rescale the loss)")
-
-
-def narrowest_dtype(model: nn.Module) -> torch.dtype:
-    """The floating dtype, among ``model``'s trainable parameters, with the smallest largest
-    value (``torch.finfo(dtype).max``): the dtype in which a clipped sum overflows first, so the
-    one :func:`check_sum_range` must be given (float32 if there is none)."""
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    dtypes = {p.dtype for p in model.parameters() if p.requires_grad and p.is_floating_point()}
-    return min(dtypes, key=lambda t: torch.finfo(t).max, default=torch.float32)
-
-
-def check_every_record_runs(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
-                            y: torch.Tensor, *, name: str = "train_data",
-                            chunk_size: int = 1024) -> None:
-    """Refuse, with a ``ValueError``, training data on which the model or the loss raises.
-
-    A record the model or the loss cannot take (a class label outside [0, K), a token id outside
-    the vocabulary, …) makes training raise only in the first step whose Poisson batch contains
-    it: whether, and when, a run stops would then be a release that no noise covers (a
-    membership test). So every trainer runs the model — in the train/eval mode the caller has
-    set, the mode it trains in; without gradients; on the device of its parameters — and the
-    per-example loss (:func:`~dplib.training.grads.per_example_losses`) once over ALL of (x, y),
-    ``chunk_size`` rows at a time, before the first step and before any noise is drawn; an
-    exception becomes a ``ValueError`` naming the rows of the failing chunk. Cost: one forward
-    pass over the n records without gradients (an epoch of DP-SGD takes a forward and a backward
-    pass over n records in expectation). Non-finite losses are not refused: such an example gets
-    clip factor 0 and adds nothing (:func:`~dplib.training.grads.clip_factors`). The pass leaves
-    torch's CPU (and CUDA) random state as it found it (``fork_rng``: dropout in train mode
-    draws from it) and must not change the model
-    (:func:`~dplib.training.models.forward_must_not_mutate`).
-    """
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    check_batch(x, y)
-    step = check_int("chunk_size", chunk_size)
-    dev = next((p.device for p in model.parameters()), x.device)
-    forked = [dev] if dev.type == "cuda" else []
-    with torch.random.fork_rng(devices=forked), torch.no_grad(), forward_must_not_mutate(model):
-        for s in range(0, x.shape[0], step):
-            try:   # .item(): a CUDA kernel's error surfaces here, not in a later step
-                per_example_losses(model, loss_fn, x[s:s + step].to(dev),
-                                   y[s:s + step].to(dev)).sum().item()
-            except Exception as exc:   # noqa: BLE001 - any failure is refused up front
-                raise ValueError(
-                    f"the model or the loss fails on some record of {name} rows {s} to "
-                    f"{min(s + step, x.shape[0]) - 1} ({type(exc).__name__}: {exc})"[:400]
-                    + ": such a record would stop training only in a step that samples it, a "
-                    "membership test. Fix or remove it (e.g. labels in [0, classes), token ids "
-                    "below the vocabulary size).") from exc
-
-
-def as_tensors(data: object, name: str, *, finite: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-    if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise ValueError(f"{name} must be a pair (X, y) of tensors or arrays, got "
-                         f"{type(data).__name__}")
-    x, y = data
-    x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
-    y = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y)
-    if x.shape[0] != y.shape[0] or x.shape[0] == 0:
-        raise ValueError(f"{name} must hold the same positive number of inputs and labels, got "
-                         f"{x.shape[0]} and {y.shape[0]}")
-    if x.is_floating_point():
-        x = x.float()
-    if not y.is_floating_point():
-        y = y.long()
-    if finite:
-        for part, t in (("inputs", x), ("labels", y)):
-            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-                raise ValueError(
-                    f"{name} {part} must be finite, got {int((~torch.isfinite(t)).sum())} inf or "
-                    "NaN values: a non-finite record would turn the update into NaN exactly when "
-                    "it is sampled (a perfect membership test). Remove or impute them first.")
-    return x, y
 
 
 def _as_tensor(name: str, value: object) -> torch.Tensor:
@@ -339,44 +186,53 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     return {k: g.div_(denom) for k, g in noisy.items()}, norms, losses   # ours: fresh tensors
 
 
-def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float,
+def train(model: nn.Module, train_data: object, config: RunConfig | None = None, *,
+          sample_rate: float | None = None, lr: float | None = None,
           epochs: float | None = None, steps: int | None = None,
           noise_multiplier: float | None = None, target_epsilon: float | None = None,
           max_grad_norm: float = 1.0, delta: float = 1e-5, optimizer: str = "sgd",
           momentum: float = 0.0, weight_decay: float = 0.0, accountant: str = "rdp",
-          eval_data: object = None, eval_every: int | None = None,
           virtual_batch_size: int | None = None, ghost: bool = False,
-          loss_fn: Callable | None = None, device=None, seed: int | None = None,
-          progress: bool = False, betas: tuple[float, float] = (0.9, 0.999),
-          noise_device: str = "cpu",
-          expected_batch_size: float | None = None,
-          ema_decay: float | None = None) -> TrainResult:
+          device=None, seed: int | None = None, betas: tuple[float, float] = (0.9, 0.999),
+          expected_batch_size: float | None = None, noise: str = "float",
+          eval_data: object = None, eval_every: int | None = None,
+          loss_fn: Callable | None = None, progress: bool = False,
+          noise_device: str = "cpu", ema_decay: float | None = None) -> TrainResult:
     """Train ``model`` in place with DP-SGD (``optimizer="sgd"``) or DP-Adam (``"adam"``).
 
-    See the module docstring for the algorithm, the privacy conventions (Poisson sampling at rate
-    q = ``sample_rate``, add/remove adjacency, noise N(0, σ²C²) on the clipped sum, division by the
-    expected batch size) and the reproducibility across devices.
+    The run's public settings are a :class:`~dplib.training.config.RunConfig`: pass one as
+    ``config``, or its fields as keywords (``sample_rate``, ``lr``, ``epochs`` or ``steps``,
+    ``noise_multiplier`` or ``target_epsilon``, ``max_grad_norm`` = 1, ``delta`` = 1e-5,
+    ``optimizer`` = "sgd", ``momentum``, ``weight_decay``, ``betas``, ``accountant`` = "rdp",
+    ``expected_batch_size``, ``ghost``, ``virtual_batch_size``, ``noise`` = "float", ``seed``,
+    ``device``, with RunConfig's defaults) — not both (with ``config``, leave them at their
+    defaults). See the module
+    docstring for the algorithm, the privacy conventions (Poisson sampling at rate q, add/remove
+    adjacency, noise N(0, σ²C²) on the clipped sum, division by the expected batch size) and
+    the reproducibility across devices.
 
     ``expected_batch_size`` B: the public divisor of the noisy sum. ``None`` uses q·n, which
     treats the data-set size n as public (as Opacus does); under add/remove adjacency n changes
-    between neighbours, so pass a data-independent B when n must stay private.
-
-    Give the length as ``epochs`` (T = round(epochs/q) steps) or ``steps`` (exactly one), and the
-    noise as ``noise_multiplier`` σ or ``target_epsilon`` (exactly one; σ is then
-    :func:`dplib.accounting.calibrate_noise` (target ε, δ, q, T, accountant)). σ = 0 with
+    between neighbours, so pass a data-independent B when n must stay private. σ = 0 with
     ``max_grad_norm=math.inf`` is ordinary (non-private) minibatch training on the same Poisson
     batches, with ε = ∞. ``virtual_batch_size`` processes a Poisson batch in chunks of that many
     examples (less memory, same update); ``ghost=True`` computes the clipped sum by ghost norms
-    (:mod:`dplib.training.ghost`). ``loss_fn(logits, targets)`` returns the batch mean
-    (default cross-entropy). ``eval_every`` (steps; default one epoch ≈ 1/q) sets how often
-    ``history`` gets an entry (the last step always does).
+    (:mod:`dplib.training.ghost`). ``noise="secure"`` draws the noise from a CSPRNG-seeded source
+    hardened against the floating-point attack (:mod:`dplib.mechanisms.secure_noise`).
+    ``loss_fn(logits, targets)`` returns the batch mean (default cross-entropy). ``eval_every``
+    (steps; default one epoch ≈ 1/q) sets how often ``history`` gets an entry (the last step
+    always does).
+
+    Before step 1 the pre-flight (:func:`~dplib.training.preflight.preflight`) may refuse the
+    model or the data as a whole: ``train_data`` must be finite, the model must not mix examples,
+    and the model and the loss must run on every record (an exception raised only in a step that
+    samples a record would itself reveal that record's membership). After it, nothing a step
+    does depends on whether a batch passed a fast path's checks
+    (:mod:`dplib.training.clipped_sum`).
 
     ``seed``: None (default) draws 63 fresh bits of OS entropy for the batches and the noise,
     recorded in :attr:`TrainResult.seed`. An integer makes the run reproducible — for
-    experiments, never for a release (module docstring). ``train_data`` must be finite, and the
-    model and the loss must run on every record: before step 1 they are run once over all of it
-    (no gradients, in train mode; :func:`check_every_record_runs`), since an exception raised
-    only in a step that samples a record would itself reveal that record's membership.
+    experiments, never for a release (module docstring).
 
     ``ema_decay`` β in (0, 1): parameter averaging (De et al. 2022). An exponential moving
     average θ̄_t = β θ̄_{t−1} + (1 − β) θ_t of the iterates is kept and copied into the model at
@@ -384,51 +240,48 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     raw iterates. The average is a function of the released iterates: post-processing, so ε is
     unchanged. ``None`` (default): the last iterate.
     """
-    check_dp_compatible(model)
-    q, lr, c, d, mom, wd, T = check_run_settings(
-        sample_rate=sample_rate, lr=lr, max_grad_norm=max_grad_norm, delta=delta,
-        optimizer=optimizer, accountant=accountant, momentum=momentum,
-        weight_decay=weight_decay, epochs=epochs, steps=steps)
+    cfg = RunConfig.build(config, dict(
+        sample_rate=sample_rate, lr=lr, epochs=epochs, steps=steps,
+        noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+        max_grad_norm=max_grad_norm, delta=delta, optimizer=optimizer, momentum=momentum,
+        weight_decay=weight_decay, betas=betas, accountant=accountant,
+        expected_batch_size=expected_batch_size, ghost=ghost,
+        virtual_batch_size=virtual_batch_size, noise=noise, seed=seed, device=device))
     check_choice("noise_device", noise_device, ("cpu", "device"))
-    seed = release_seed(seed)
     if ema_decay is not None:
         ema_decay = check_real("ema_decay", ema_decay, low=0.0, high=1.0)
-    if not isinstance(ghost, bool) or not isinstance(progress, bool):
-        raise ValueError(f"ghost and progress must be True or False, got {ghost!r}, {progress!r}")
+    if not isinstance(progress, bool):
+        raise ValueError(f"progress must be True or False, got {progress!r}")
+    check_dp_compatible(model)
     x, y = as_tensors(train_data, "train_data", finite=True)
-    n = x.shape[0]
-    check_examples_independent(model, x, layers=ghost)
-    sigma = resolve_noise_multiplier(noise_multiplier, target_epsilon, c, d, q, T, accountant)
-    check_sum_range(c, sigma, n, narrowest_dtype(model))
-    vbs = None if virtual_batch_size is None else check_int("virtual_batch_size",
-                                                            virtual_batch_size)
+    n, q, T, c = x.shape[0], cfg.sample_rate, cfg.num_steps, cfg.max_grad_norm
+    sigma = cfg.sigma()
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
                                                                            eval_every)
     loss = F.cross_entropy if loss_fn is None else loss_fn
     if eval_data is not None:
         x_ev, y_ev = as_tensors(eval_data, "eval_data")
-
-    dev = as_device(device)
+    seed = release_seed(cfg.seed)
+    dev = as_device(cfg.device)
     model.to(dev)
     model.train()
+    x_dev, y_dev = x.to(dev), y.to(dev)
+    preflight(model, x_dev, y_dev, cfg, loss_fn=loss, sigma=sigma)
+
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
-    if optimizer == "sgd":
-        opt = torch.optim.SGD(params.values(), lr=lr, momentum=mom, weight_decay=wd)
-    else:
-        opt = torch.optim.Adam(params.values(), lr=lr, betas=betas, weight_decay=wd)
+    opt = make_optimizer(cfg, params)
     ema = None
     if ema_decay is not None:
         from .recipes import ExponentialAverage   # a sibling module; imported where it is used
         ema = ExponentialAverage(params, ema_decay)
-    x_dev, y_dev = x.to(dev), y.to(dev)
-    check_every_record_runs(model, loss, x_dev, y_dev, chunk_size=min(vbs or 1024, 1024))
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
-    noise_gen = torch.Generator(device="cpu" if noise_device == "cpu" else dev)
-    noise_gen.manual_seed(seed)
-    privatizer = GaussianPrivatizer(sigma, c)
-    eps = EpsilonTracker(privatizer, q, T, d, accountant)
-    denom = q * n if expected_batch_size is None else check_positive("expected_batch_size",
-                                                                      expected_batch_size)
+    noise_gen = None          # "secure": fresh CSPRNG entropy for every draw, not the seed
+    if cfg.noise == "float":
+        noise_gen = torch.Generator(device="cpu" if noise_device == "cpu" else dev)
+        noise_gen.manual_seed(seed)
+    privatizer = make_privatizer(cfg, sigma)
+    eps = EpsilonTracker(privatizer, q, T, cfg.delta, cfg.accountant)
+    denom = cfg.divisor(n)
     history: list[dict] = []
     train_loss: list[float] = []
     tally = {"loss": 0.0, "count": 0, "clipped": 0, "seen": 0}
@@ -440,7 +293,8 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     def private_sum(idx: np.ndarray) -> tuple[dict, dict]:
         ii = torch.from_numpy(idx).to(dev)
         total, norms, losses = private_clipped_sum(model, loss, x_dev[ii], y_dev[ii], c,
-                                                   ghost=ghost, chunk_size=vbs)
+                                                   ghost=cfg.ghost,
+                                                   chunk_size=cfg.virtual_batch_size)
         return total, {"norms": norms, "losses": losses}
 
     def update(grads: dict, t: int) -> None:
@@ -452,8 +306,9 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
 
     def on_step(t: int, info: dict) -> None:
         norms, losses = info["norms"], info["losses"]
-        tally["loss"] += float(losses.sum())
-        tally["count"] += int(losses.numel())
+        finite = torch.isfinite(losses)     # an example the exact path left out has NaN
+        tally["loss"] += float(losses[finite].sum())
+        tally["count"] += int(finite.sum())
         tally["seen"] += int(norms.numel())
         if math.isfinite(c):
             tally["clipped"] += int((norms > c).sum())
@@ -464,7 +319,7 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
             history.append({"step": t, "epoch": t * q, "epsilon": e, "test_accuracy": acc_ev})
             train_loss.append(tally["loss"] / max(tally["count"], 1))
             tally["loss"], tally["count"] = 0.0, 0
-            if bar is not None:
+            if bar is not None:      # ε and the held-out accuracy only: public or noised
                 post = {"eps": f"{e:.3g}"}
                 if acc_ev is not None:
                     post["acc"] = f"{acc_ev:.3f}"
@@ -480,8 +335,24 @@ def train(model: nn.Module, train_data: object, *, sample_rate: float, lr: float
     if ema is not None:
         ema.copy_to(params)
     seen = tally["seen"]
-    return TrainResult(model=model, noise_multiplier=sigma, sample_rate=q, steps=T, delta=d,
-                       epsilon=eps.final(), history=history, accountant=eps.accountant,
-                       max_grad_norm=c, seed=seed, not_private=NotPrivate(
+    return TrainResult(model=model, noise_multiplier=sigma, sample_rate=q, steps=T,
+                       delta=cfg.delta, epsilon=eps.final(), history=history,
+                       accountant=eps.accountant, max_grad_norm=c, seed=seed,
+                       not_private=NotPrivate(
                            batch_sizes=batch_sizes(batches), train_loss=train_loss,
                            clip_fraction=tally["clipped"] / seen if seen else float("nan")))
+
+
+def make_optimizer(config: RunConfig, params: dict[str, torch.Tensor]) -> torch.optim.Optimizer:
+    """The updater stage: SGD (momentum, weight decay) or Adam over ``params``, as
+    ``config`` says. It only ever sees the noisy gradient: post-processing."""
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(params.values(), lr=config.lr, momentum=config.momentum,
+                               weight_decay=config.weight_decay)
+    return torch.optim.Adam(params.values(), lr=config.lr, betas=config.betas,
+                            weight_decay=config.weight_decay)
+
+
+def make_privatizer(config: RunConfig, sigma: float) -> GaussianPrivatizer:
+    """The privatizer stage for a run: N(0, σ²C²) from ``config.noise``'s source."""
+    return GaussianPrivatizer(sigma, config.max_grad_norm, source=config.noise)

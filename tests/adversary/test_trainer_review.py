@@ -98,7 +98,7 @@ def test_every_trainer_refuses_such_a_record_up_front():
 
 def test_the_record_check_leaves_the_model_and_the_global_generator_alone():
     """The up-front pass is not a side channel: dropout draws are forked, the model unchanged."""
-    from dplib.training.trainer import check_every_record_runs
+    from dplib.training.preflight import check_every_record_runs
     model = nn.Sequential(nn.Linear(5, 8), nn.Dropout(0.5), nn.Linear(8, 3)).train()
     before = copy.deepcopy(model.state_dict())
     torch.manual_seed(0)
@@ -199,8 +199,9 @@ def test_a_batch_mixing_tanh_subclass_is_refused_by_the_batched_trainer(monkeypa
         _sneaky_pair()
     # with the probe switched off, the exact-type rule alone sends the model down the
     # per-example vmap path: one step (lr = 1, B = 1) moves the model by at most C = 1
-    import dplib.training.models as models
-    monkeypatch.setattr(models, "check_examples_independent", lambda model, like: None)
+    import dplib.training.preflight as preflight
+    monkeypatch.setattr(preflight, "check_examples_independent",
+                        lambda model, like, layers=False: None)
     assert _sneaky_pair() <= 1.0 + 1e-5
 
 
