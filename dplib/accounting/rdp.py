@@ -17,7 +17,10 @@ Sampled Gaussian Mechanism", arXiv:1908.10530, §3). Its RDP is
 
     r(α) = 1/(α−1) · log A_α,   A_α = E_{z∼μ0}[(μ(z)/μ0(z))^α]                      (MTZ 2019, §3.3)
 
-MTZ 2019 show that A_α also bounds the other direction, E_{z∼μ}[(μ0(z)/μ(z))^α], so A_α gives the
+that is D_α(μ ‖ μ0): μ is the output law of the dataset that holds the record, so this is the
+*remove* direction (dp-accounting's ``AdjacencyType.REMOVE``, and ``direction="remove"`` of
+:func:`dplib.accounting.pld_grid.subsampled_gaussian_pld`). MTZ 2019 show that A_α also bounds the
+other (*add*) direction, E_{z∼μ}[(μ0(z)/μ(z))^α], so A_α gives the
 RDP of both add and remove (for fractional α this is the same claim Opacus and TF-privacy rely on;
 the tests check it numerically).
 
