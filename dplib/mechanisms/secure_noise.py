@@ -195,22 +195,56 @@ def secure_gaussian(shape: tuple, *, std: float, generator: object = None,
     return (k.to(torch.float64) * (s / SECURE_SIGMA_Z)).to(device=device, dtype=dtype)
 
 
-def secure_add_noise(total, *, std: float, generator: object = None):
-    """Release ``total`` (a clipped gradient sum, floating tensor of any shape/device) plus
-    Gaussian noise of standard deviation ``std``, hardened against floating-point attacks:
-    fl(Λ·clamp(round(clamp(total/Λ)) + K, ±2⁵³)), Λ = std·2⁻¹⁵, K ~ N_Z(0, 2³⁰) exact
-    (module notes: what is and is not guaranteed). Returns a new tensor of ``total``'s dtype,
-    shape and device. ``generator`` as in :func:`secure_gaussian` (a list: one per model of a
-    stack, ``total.shape[0]`` models)."""
+def _add_one(total, k, lam: float):
+    """fl(Λ·clamp(round(clamp(total/Λ)) + k, ±2⁵³)) in ``total``'s dtype (NaN stays NaN)."""
     torch = _torch()
-    if not isinstance(total, torch.Tensor) or not total.dtype.is_floating_point:
-        raise ValueError(f"total must be a floating-point torch.Tensor, got {type(total).__name__}"
-                         + (f" of dtype {total.dtype}" if isinstance(total, torch.Tensor) else ""))
-    s = _check_std(std)
-    lam = s / SECURE_SIGMA_Z
-    k = torch.from_numpy(_lattice_noise(tuple(total.shape), generator, total.device))
     g64 = total.detach().to(torch.float64)
     n_g = torch.round(torch.clamp(g64 / lam, -_CLAMP, _CLAMP).nan_to_num(0.0)).to(torch.int64)
     n = torch.clamp(n_g + k.to(total.device), -_OUT, _OUT)
     out = (n.to(torch.float64) * lam).to(total.dtype)
     return torch.where(torch.isnan(total), total, out)
+
+
+def secure_add_noise(total, *, std: float, generator: object = None):
+    """Release ``total`` (a clipped gradient sum: a floating tensor of any shape and device, or a
+    dict of them, name → tensor, as the privatizer holds it) plus Gaussian noise of standard
+    deviation ``std``, hardened against floating-point attacks:
+    fl(Λ·clamp(round(clamp(total/Λ)) + K, ±2⁵³)), Λ = std·2⁻¹⁵, K ~ N_Z(0, 2³⁰) exact
+    (module notes: what is and is not guaranteed). Returns new tensor(s) of the same dtype,
+    shape and device (a dict for a dict: its noise is drawn in one call of the sampler, much
+    faster than one call per tensor). ``generator``: None (fresh CSPRNG seed), a seeded
+    ``torch.Generator`` (reproducible), or a list of them, one per model of a stack — then every
+    tensor's first dimension is the model, and model m's noise comes from generator m only."""
+    torch = _torch()
+    items = total.items() if isinstance(total, dict) else [("total", total)]
+    for name, t in items:
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
+            what = "total" if not isinstance(total, dict) else f"total[{name!r}]"
+            raise ValueError(f"{what} must be a floating-point torch.Tensor, got "
+                             f"{type(t).__name__}"
+                             + (f" of dtype {t.dtype}" if isinstance(t, torch.Tensor) else ""))
+    s = _check_std(std)
+    lam = s / SECURE_SIGMA_Z
+    if not isinstance(total, dict):
+        k = torch.from_numpy(_lattice_noise(tuple(total.shape), generator, total.device))
+        return _add_one(total, k, lam)
+    tensors = list(total.values())
+    if not tensors:
+        return {}
+    device = tensors[0].device
+    if isinstance(generator, (list, tuple)):        # a stack: model m's block from generator m
+        m = len(generator)
+        for name, t in total.items():
+            if t.dim() == 0 or t.shape[0] != m:
+                raise ValueError(f"generator must hold one generator per model: total[{name!r}] "
+                                 f"has shape {tuple(t.shape)}, got {m} generators")
+        per_model = [t.numel() // m for t in tensors]
+        k = torch.from_numpy(_lattice_noise((m, sum(per_model)), generator, device))
+        parts = torch.split(k, per_model, dim=1)
+        return {name: _add_one(t, part.reshape(t.shape), lam)
+                for (name, t), part in zip(total.items(), parts)}
+    sizes = [t.numel() for t in tensors]
+    k = torch.from_numpy(_lattice_noise((sum(sizes),), generator, device))
+    parts = torch.split(k, sizes)
+    return {name: _add_one(t, part.reshape(t.shape), lam)
+            for (name, t), part in zip(total.items(), parts)}

@@ -205,6 +205,25 @@ def test_stack_of_models_one_generator_each():
     assert torch.equal(stack[1], alone[0]) and not torch.equal(stack[0], stack[1])
 
 
+def test_a_dict_of_sums_is_noised_in_one_draw():
+    """A dict (the privatizer's clipped sums, name → tensor) is noised like one flat tensor."""
+    total = {"w": torch.zeros(3, 4), "b": torch.zeros(4, dtype=torch.float64)}
+    out = secure_add_noise(total, std=1.0, generator=torch.Generator().manual_seed(4))
+    flat = secure_add_noise(torch.zeros(16, dtype=torch.float64), std=1.0,
+                            generator=torch.Generator().manual_seed(4))
+    assert out.keys() == total.keys() and out["w"].shape == (3, 4)
+    assert out["w"].dtype == torch.float32 and out["b"].dtype == torch.float64
+    assert torch.equal(out["w"].reshape(-1), flat[:12].float()) and torch.equal(out["b"], flat[12:])
+    # a stack: model m's noise, over all tensors, comes from generator m only
+    gens = [torch.Generator().manual_seed(s) for s in (31, 32)]
+    stack = secure_add_noise({"w": torch.zeros(2, 3, 2), "b": torch.zeros(2, 5)}, std=1.0,
+                             generator=gens)
+    alone = secure_add_noise({"w": torch.zeros(1, 3, 2), "b": torch.zeros(1, 5)}, std=1.0,
+                             generator=[torch.Generator().manual_seed(32)])
+    assert all(torch.equal(stack[k][1], alone[k][0]) for k in ("w", "b"))
+    assert secure_add_noise({}, std=1.0) == {}
+
+
 def test_extreme_sums_are_clamped_not_leaked():
     total = torch.tensor([1e30, -math.inf, math.inf, math.nan, 0.0])
     y = secure_add_noise(total, std=1.0, generator=torch.Generator().manual_seed(2))
@@ -242,6 +261,11 @@ def test_sensitivity_and_noise_multiplier():
     (lambda: secure_add_noise(np.zeros(3), std=1.0), "total must be a floating-point"),
     (lambda: secure_add_noise(torch.zeros(3, dtype=torch.int32), std=1.0),
      "total must be a floating-point torch.Tensor, got Tensor of dtype torch.int32"),
+    (lambda: secure_add_noise({"w": torch.zeros(3), "b": [0.0]}, std=1.0),
+     r"total\['b'\] must be a floating-point torch.Tensor, got list"),
+    (lambda: secure_add_noise({"w": torch.zeros(3, 2)}, std=1.0,
+                              generator=[torch.Generator().manual_seed(1)] * 2),
+     r"one generator per model: total\['w'\] has shape \(3, 2\), got 2 generators"),
     (lambda: secure_sensitivity(1.0, 0, 1.0), "numel must be an integer >= 1"),
     (lambda: secure_sensitivity(0.0, 10, 1.0), "sensitivity must be in"),
     (lambda: secure_noise_multiplier(0.0, 1.0, 10), "noise_multiplier must be in"),
