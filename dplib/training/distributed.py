@@ -268,7 +268,8 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
         child = np.random.SeedSequence(seed).spawn(world)[rank]
         batches = poisson_batches(sizes[rank], q, T, rng=np.random.default_rng(child))
     noise_gen = torch.Generator(device="cpu").manual_seed(seed) if rank == 0 else None
-    privatizer = BroadcastPrivatizer(make_privatizer(cfg, sigma), src=0, group=group)
+    privatizer = BroadcastPrivatizer(
+        make_privatizer(cfg, sigma, sum(p.numel() for p in params.values())), src=0, group=group)
     eps = EpsilonTracker(privatizer, q, T, d, accountant)
     denom = q * n if ebs is None else ebs
     tally = torch.zeros(4, dtype=torch.float64, device=dev)   # loss sum, count, clipped, seen

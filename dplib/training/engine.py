@@ -25,7 +25,8 @@ from typing import Callable, Iterable, Protocol
 import numpy as np
 import torch
 
-from .._validate import check_choice, check_real
+from .._validate import check_choice, check_int, check_real
+from ..mechanisms.secure_noise import secure_add_noise, secure_noise_multiplier
 from ..device import release_generator
 from ..accounting import DpEvent, dpsgd_event, make_accountant, rdp_to_epsilon
 from .grads import check_max_grad_norm
@@ -70,9 +71,13 @@ def gaussian_noise(shape: tuple, generator: object, dtype: torch.dtype,
 class GaussianPrivatizer:
     """N(0, σ²C²·I) on a sum of per-example gradients clipped to norm C = ``max_grad_norm``
     (σ = ``noise_multiplier``; σ = 0 is non-private training, ε = ∞). ``source``: "float"
-    (``torch.randn`` from the run's generator, :func:`gaussian_noise`) or "secure" (a CSPRNG-seeded
-    source hardened against the floating-point attack of Mironov 2012:
-    :func:`dplib.mechanisms.secure_noise.secure_gaussian`). ``noise_scale`` ≠ 1 deliberately
+    (``torch.randn`` from the run's generator, :func:`gaussian_noise`) or "secure": the sum is
+    rounded to a lattice and exact discrete Gaussian noise added in integers, CSPRNG-seeded
+    (:func:`dplib.mechanisms.secure_noise.secure_add_noise`), so no floating-point rounding
+    depends on the data (the attack of Mironov 2012 fails). The rounding widens the sensitivity
+    slightly, so the secure event carries σ̂ = :func:`~dplib.mechanisms.secure_noise.secure_noise_multiplier`
+    (σ, C, ``numel``) < σ, ``numel`` being the number of noised coordinates (required for
+    "secure"). ``noise_scale`` ≠ 1 deliberately
     mis-scales the noise while the accountant still sees σ — only for testing that audits catch a
     broken trainer."""
 
@@ -80,6 +85,7 @@ class GaussianPrivatizer:
     max_grad_norm: float
     noise_scale: float = 1.0
     source: str = "float"
+    numel: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", check_real(
@@ -88,6 +94,8 @@ class GaussianPrivatizer:
         object.__setattr__(self, "noise_scale", check_real(
             "noise_scale", self.noise_scale, low=0.0, low_open=False))
         check_choice("source", self.source, ("float", "secure"))
+        if self.source == "secure":
+            object.__setattr__(self, "numel", check_int("numel", self.numel))
         if math.isinf(self.max_grad_norm) and self.noise_multiplier > 0:
             raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got "
                              f"{self.noise_multiplier:g}")
@@ -105,7 +113,7 @@ class GaussianPrivatizer:
         out = {}
         for k, g in total.items():       # one fused pass per tensor: g + std·z, written into z
             if self.source == "secure":
-                out[k] = g + _secure(tuple(g.shape), self.std, generator, g.dtype, g.device)
+                out[k] = secure_add_noise(g, std=self.std, generator=generator)
                 continue
             z = gaussian_noise(tuple(g.shape), generator, g.dtype, g.device)
             out[k] = torch.add(g, z, alpha=self.std, out=z)
@@ -114,20 +122,10 @@ class GaussianPrivatizer:
     def event(self, sample_rate: float, steps: int) -> DpEvent | None:
         if self.noise_multiplier == 0:
             return None
-        return dpsgd_event(self.noise_multiplier, sample_rate, steps)
-
-
-def _secure(shape: tuple, std: float, generator: object, dtype: torch.dtype,
-            device: torch.device) -> torch.Tensor:
-    """std·Z from the hardened source; a list of generators: one per model of a stack."""
-    from ..mechanisms.secure_noise import secure_gaussian
-    if isinstance(generator, (list, tuple)):
-        if len(generator) != shape[0]:
-            raise ValueError(f"generator must hold one generator per model ({shape[0]}), got "
-                             f"{len(generator)}")
-        return torch.stack([secure_gaussian(shape[1:], std=std, generator=g, dtype=dtype,
-                                            device=device) for g in generator])
-    return secure_gaussian(shape, std=std, generator=generator, dtype=dtype, device=device)
+        sigma = self.noise_multiplier
+        if self.source == "secure":
+            sigma = secure_noise_multiplier(sigma, self.max_grad_norm, self.numel)
+        return dpsgd_event(sigma, sample_rate, steps)
 
 
 def _scaled(g: torch.Tensor, denom: float | torch.Tensor) -> torch.Tensor:

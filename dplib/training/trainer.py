@@ -279,7 +279,7 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     if cfg.noise == "float":
         noise_gen = torch.Generator(device="cpu" if noise_device == "cpu" else dev)
         noise_gen.manual_seed(seed)
-    privatizer = make_privatizer(cfg, sigma)
+    privatizer = make_privatizer(cfg, sigma, sum(p.numel() for p in params.values()))
     eps = EpsilonTracker(privatizer, q, T, cfg.delta, cfg.accountant)
     denom = cfg.divisor(n)
     history: list[dict] = []
@@ -353,6 +353,8 @@ def make_optimizer(config: RunConfig, params: dict[str, torch.Tensor]) -> torch.
                             weight_decay=config.weight_decay)
 
 
-def make_privatizer(config: RunConfig, sigma: float) -> GaussianPrivatizer:
-    """The privatizer stage for a run: N(0, σ²C²) from ``config.noise``'s source."""
-    return GaussianPrivatizer(sigma, config.max_grad_norm, source=config.noise)
+def make_privatizer(config: RunConfig, sigma: float, numel: int) -> GaussianPrivatizer:
+    """The privatizer stage for a run: N(0, σ²C²) from ``config.noise``'s source, on a sum of
+    ``numel`` coordinates (the trainable parameters)."""
+    return GaussianPrivatizer(sigma, config.max_grad_norm, source=config.noise,
+                              numel=numel if config.noise == "secure" else None)
