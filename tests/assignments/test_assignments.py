@@ -151,6 +151,70 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
                               "q8_tpr_lira = tpr_at_fpr(q8_lira, ~target_in, 0.01)"),
         "q9": ("q9_answer", 'q9_answer = "d"'),
     },
+    "a5_langevin": {
+        # the radius of the ball instead of its diameter: one record swings from x to x'
+        "q1": ("q1_shift", "q1_sensitivity = 3.0\nq1_shift = 0.02 * 3.0 / 5000"),
+        # the step's shift taken as S_g / n, forgetting the step size η
+        "q2": ("composition_bound", "def composition_bound(alpha, sensitivity, sigma, eta, n, K):\n"
+                                    "    shift = sensitivity / n\n"
+                                    "    return np.asarray(K) * alpha * shift ** 2 / "
+                                    "(2 * 2 * eta * sigma ** 2)"),
+        # where composition passes the limit, not where the two bounds cross
+        "q3": ("q3_crossover", "q3_crossover = int(round(q3_limit / q3_per_step))"),
+        # the noise variances added up, without the contraction (1 − η)² of earlier noise
+        "q4": ("exact_renyi", "def exact_renyi(alpha, sensitivity, sigma, eta, n, K):\n"
+                              "    K = np.asarray(K, dtype=float)\n"
+                              "    gap = (1 - (1 - eta) ** K) * sensitivity / n\n"
+                              "    return alpha * gap ** 2 / (2 * 2 * eta * sigma ** 2 * K)"),
+        # noise of standard deviation √η σ: the 2 of the Langevin diffusion forgotten
+        "q5": ("noisy_gd_step", "def noisy_gd_step(theta, grad_sum, n, eta, sigma, radius, z):\n"
+                                "    v = theta - eta / n * grad_sum + math.sqrt(eta) * sigma * z\n"
+                                "    return v * min(1.0, radius / torch.linalg.vector_norm(v)"
+                                ".item())"),
+        # the default analysis (dynamics) for both
+        "q6": ("q6_ratio", "q6_sigma_composition = calibrate_sigma(1.0, 1e-5, 2.0, 0.1, LAM, "
+                           "1000, 500)\nq6_ratio = q6_sigma_composition / q6_sigma_dynamics"),
+        "q7": ("q7_answer", 'q7_answer = "a"'),
+        "q8": ("q8_answer", 'q8_answer = "a"'),
+        # the theorem's γ = ½ taken as optimal
+        "q9": ("q9_saving", "q9_gamma = 0.5\nq9_eps = privacy_dynamics_rdp(lam=LAM, K=100, "
+                            "**SETTING)\nq9_saving = 0.0"),
+    },
+    "a6_sgld": {
+        # the contraction rate λη instead of λη/2 in the exponent
+        "q1": ("q1_eps", "q1_eps = q1_limit * -math.expm1(-LAM * ETA * 100)"),
+        # sensitivity L instead of 2L: the factor 4 lost
+        "q2": ("theorem_rdp", "def theorem_rdp(alpha, lipschitz, sigma, lam, n, step_sizes):\n"
+                              "    total = float(np.sum(step_sizes))\n"
+                              "    return float(alpha * lipschitz ** 2 / (lam * n ** 2 * sigma ** 2)"
+                              " * -np.expm1(-lam * total / 2))"),
+        # the sum as printed, over η_1, ..., η_K: smaller than the corollary
+        "q3": ("q3_larger", "q3_taken = sgld_rdp(ALPHA, L, SIGMA, LAM, N, "
+                            "decreasing_step_sizes(BETA, LAM, 1001)[1:])\n"
+                            "q3_larger = 'corollary'"),
+        # the factor 2 of the rate λη/2 forgotten
+        "q4": ("q4_steps", "q4_steps = math.ceil(math.log(10) / (LAM * ETA))"),
+        # the penalty's λr left out of the Lipschitz constant
+        "q5": ("q5_lipschitz", "q5_lipschitz = math.sqrt(2)"),
+        # the noise multiplier of the replace-one formula (std / 2L) passed to an accountant that
+        # halves it again
+        "q6": ("released_epsilon", "def released_epsilon(delta, lipschitz, sigma, n, batch_size, "
+                                   "eta, K):\n"
+                                   "    z = sigma * batch_size / (lipschitz * math.sqrt(2 * eta))\n"
+                                   "    acc = RDPAccountant(sampling='without_replacement', "
+                                   "neighboring='replace_one')\n"
+                                   "    acc.step(noise_multiplier=z, sample_rate=batch_size / n, "
+                                   "num_steps=K)\n"
+                                   "    return float(acc.get_epsilon(delta))"),
+        # full batches checked, and any positive δ taken as a refutation
+        "q7": ("q7_largest_refuted", "q7_delta = one_step_delta_lower_bound(1.0, batch_size=500, "
+                                     "**problem)\n"
+                                     "q7_largest_refuted = max(m for m in (1, 2, 5, 10, 20, 50, "
+                                     "100, 200, 500) if one_step_delta_lower_bound(1.0, "
+                                     "batch_size=m, **problem) > 0)"),
+        "q8": ("q8_answer", 'q8_answer = "d"'),
+        "q9": ("q9_answer", 'q9_answer = "a"'),
+    },
 }
 
 
