@@ -8,9 +8,9 @@ a difference of two numbers on the grid of |g|, so y lies on that coarse grid; w
 re-runs the float computation, as :func:`dplib.mechanisms.float_laplace_reachable` does for
 Laplace noise (Mironov 2012, §3): an output that no float z maps to is impossible with the record,
 so it proves the record absent. ``tests/adversary/test_secure_noise.py`` shows this against
-float32 ``torch.randn`` noise at ordinary parameters (σ = 2, ‖g‖ = C = 1, 4096 coordinates: the
-outputs without the record always contain such a proof, with the record never) — the Gaussian
-δ(ε) allows nothing of the kind.
+float32 ``torch.randn`` noise at ordinary parameters (σ = 2, ‖g‖₂ = C = 1 over 4096
+coordinates: in each of 100 releases without the record dozens of coordinates are such proofs,
+with the record none ever is) — the Gaussian mechanism allows an advantage of at most 0.2 there.
 
 **The construction here** (the Mironov 2012 idea of a fixed output grid, with the exact discrete
 Gaussian sampler of Canonne, Kamath & Steinke 2020 instead of float noise). For noise standard
@@ -21,7 +21,7 @@ deviation s, let Λ = s·2⁻¹⁵ (the lattice spacing) and σ_Z = 2¹⁵ (the 
    integer-only sampler :func:`dplib.mechanisms.discrete_gaussian` (CKS 2020, Algorithm 3);
 3. n = n_g + K in int64 (exact), clamped to ±2⁵³, and the release is fl(Λ·n) in the sum's dtype.
 
-**What is guaranteed** (for every input, on every device):
+**What is guaranteed** (for every input without NaN, on every device):
 
 * The released tensor is a deterministic function of the integer vector n_g + K: every step after
   the draw is post-processing. No rounding error, of the noise or of the addition, can depend on
@@ -32,11 +32,13 @@ deviation s, let Λ = s·2⁻¹⁵ (the lattice spacing) and σ_Z = 2¹⁵ (the 
   1/2, the float64 division by at most 2⁻¹² lattice units below the clamp). So one release is the
   discrete Gaussian mechanism with sensitivity Δ̂ = Δ + (1 + 2⁻¹¹)·√d·Λ
   (:func:`secure_sensitivity`), which satisfies ρ-zCDP with ρ = Δ̂²/(2s²), i.e. Rényi DP
-  ε(α) = αΔ̂²/(2s²) for every α > 1 (CKS 2020, Thm 4 for one coordinate — the Rényi divergence
-  between discrete Gaussians shifted by integers is at most that of the continuous ones;
-  Rényi divergences of independent coordinates add). This is the Rényi curve of the continuous
-  Gaussian mechanism with noise s on sensitivity Δ̂: for full-batch steps (sampling rate 1) every
-  Rényi accountant's ε holds for the noise multiplier s/Δ̂ (:func:`secure_noise_multiplier`).
+  ε(α) = αΔ̂²/(2s²) for every α > 1. CKS 2020 prove this for one integer coordinate: for an
+  integer shift μ, completing the square gives D_α(N_Z(μ, σ²) ‖ N_Z(0, σ²)) =
+  αμ²/(2σ²) + (1/(α−1))·ln(Σ_z e^{−(z−αμ)²/(2σ²)} / Σ_z e^{−z²/(2σ²)}), and the last sum is
+  largest at shift 0; Rényi divergences of independent coordinates add. This is the Rényi curve
+  of the continuous Gaussian mechanism with noise s on sensitivity Δ̂: for full-batch steps
+  (sampling rate 1) every Rényi accountant's ε holds for the noise multiplier s/Δ̂
+  (:func:`secure_noise_multiplier`).
 * The integers are exact samples: the sampler uses only uniform random integers and integer
   arithmetic (CKS 2020, Algorithms 1–3).
 * With ``generator=None`` the integers come from numpy's PCG64 seeded with 256 bits from the
@@ -48,12 +50,14 @@ deviation s, let Λ = s·2⁻¹⁵ (the lattice spacing) and σ_Z = 2¹⁵ (the 
 * The Poisson-subsampled discrete Gaussian (DP-SGD with sampling rate q < 1) is not proven here to
   be as private as the subsampled continuous Gaussian that the library's accountants compute
   (Mironov, Talwar & Zhang 2019 analyse the continuous one). A proven bound follows from the Rényi
-  curve above through a general subsampling theorem; the continuous curve with σ = s/Δ̂ is, for
-  σ_Z = 2¹⁵, a close approximation, not a theorem.
+  curve above through a general bound for Poisson subsampling of any mechanism with a given Rényi
+  curve (Zhu & Wang 2019, "Poisson Subsampled Rényi Differential Privacy"; looser); the continuous curve with σ = s/Δ̂ is, for σ_Z = 2¹⁵, a close
+  approximation, not a theorem.
 * The sensitivity Δ of the float32 clipped sum itself (its own rounding) is the caller's.
 * PCG64 is not a cryptographic generator: only its seed comes from the CSPRNG.
-* A NaN in the sum gives NaN in the release (as float addition does); ±inf and values beyond
-  2⁴⁰·Λ are clamped like any large value.
+* A NaN in the sum gives NaN in the release (as float addition does), so NaN is visible; the
+  pre-flight must keep sums finite. ±inf and values beyond 2⁴⁰·Λ are clamped like any large
+  value (2⁴⁰·Λ = 2²⁵·std).
 * Speed: the exact sampler runs on the CPU in numpy, some hundreds of times slower than
   ``torch.randn`` (``benchmarks/secure_noise_speed.py`` prints the ratio).
 
@@ -185,12 +189,14 @@ def secure_gaussian(shape: tuple, *, std: float, generator: object = None,
     list of them, one per model of a stack (``shape[0]`` blocks, block m from generator m).
     Adding this noise to a float tensor that is not on the lattice is NOT hardened — see the
     module notes; for DP-SGD use :func:`secure_add_noise`."""
+    from ..device import as_device
     torch = _torch()
     s = _check_std(std)
     shape = _check_shape(shape)
     dtype = torch.float32 if dtype is None else dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    device = as_device("cpu" if device is None else device)
     k = torch.from_numpy(_lattice_noise(shape, generator, device))
     return (k.to(torch.float64) * (s / SECURE_SIGMA_Z)).to(device=device, dtype=dtype)
 
