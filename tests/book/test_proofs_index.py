@@ -288,27 +288,40 @@ def test_every_dplib_function_a_chapter_calls_is_indexed():
 # --- one meaning per symbol -----------------------------------------------------------------
 
 STOP = {"a", "an", "the", "of", "for", "in", "on", "to", "and", "or", "its", "their", "each",
-        "one", "this", "that", "is", "be", "as", "with", "by", "at", "from", "here", "now"}
-# "let $m$ be the number of ...", "write $m$ for ...", "$m$ denotes ...", "$m$ stands for ..."
+        "one", "this", "that", "is", "be", "as", "with", "by", "at", "from", "here", "now", "all",
+        "any", "some", "our", "we", "it"}
+# words that name the same thing
+SYNONYMS = {"probability": "rate", "fraction": "rate", "count": "number", "examples": "records",
+            "example": "records", "record": "records", "people": "records", "persons": "records",
+            "respondents": "records", "points": "records"}
+# Explicit definitions: "let $m$ be ...", "write $m$ for ...", "$m$ denotes ...", "$m$ stands
+# for ...", "$m$ is the number of ...", "where $m$ is ...", "with $m$ the ...".
 DEFINITION = re.compile(
     r"(?:\b[Ll]et\s+\$(?P<a>[^$]+)\$\s+(?:be|denote)\s+"
-    r"|\b[Ww]rit(?:e|ing)\s+\$(?P<b>[^$]+)\$\s+for\s+"
-    r"|\$(?P<c>[^$]+)\$\s+(?:denotes|stands\s+for)\s+)"
-    r"(?P<phrase>[^.;:$]{3,80})")
+    r"|\b[Ww]rit(?:e|es|ing)\s+\$(?P<b>[^$]+)\$\s+for\s+"
+    r"|\$(?P<c>[^$]+)\$\s+(?:denotes|stands\s+for)\s+"
+    r"|\$(?P<d>[^$]+)\$\s+is\s+(?=the\s+number\s+of)"
+    r"|\b(?:where|with)\s+\$(?P<e>[^$=<>]+)\$\s+(?:is\s+|the\s+|denoting\s+)"
+    r")(?P<phrase>[^.;:$]{3,80})")
 
 
-def notation_symbols() -> set[str]:
-    symbols = set()
+def notation_rows() -> dict[str, str]:
+    """symbol -> the text of its row(s) in notation.md (meaning and the chapters' exceptions)."""
+    rows: dict[str, str] = {}
     for line in NOTATION.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.split("|")]
-        if len(cells) < 3 or cells[1] in ("symbol", "---", ""):
+        if len(cells) < 4 or cells[1] in ("symbol", "---", ""):
             continue
         for math_ in re.findall(r"\$([^$]+)\$", cells[1]):
             for sym in math_.split(","):
                 sym = _normal(sym)
                 if sym:
-                    symbols.add(sym)
-    return symbols
+                    rows[sym] = rows.get(sym, "") + " " + " ".join(cells[2:])
+    return rows
+
+
+def notation_symbols() -> set[str]:
+    return set(notation_rows())
 
 
 def _normal(sym: str) -> str:
@@ -318,15 +331,16 @@ def _normal(sym: str) -> str:
 
 def _words(phrase: str) -> set[str]:
     words = re.findall(r"[a-zA-Zα-ω]+", phrase.lower())
-    return {w for w in words[:6] if w not in STOP}
+    return {SYNONYMS.get(w, w) for w in words[:6] if w not in STOP}
 
 
 def symbol_definitions(text: str, symbols: set[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for m in DEFINITION.finditer(text):
-        sym = _normal(m.group("a") or m.group("b") or m.group("c"))
-        if sym in symbols:
-            found.setdefault(sym, []).append(m.group("phrase").strip())
+        sym = _normal(next(g for g in m.group("a", "b", "c", "d", "e") if g))
+        phrase = re.sub(r"\s+", " ", m.group("phrase")).strip()
+        if sym in symbols and not re.match(r"[(\d]|\S*-DP\b|\S*-RDP\b", phrase):
+            found.setdefault(sym, []).append(phrase)  # a meaning, not a property ("be ε-DP")
     return found
 
 
@@ -346,8 +360,8 @@ def test_symbol_check_can_fail():
     assert conflicting_definitions(text, {"m"}) == {
         "m": ["the number of shadow models", "the number of shadow models trained",
               "the canaries planted in one run"]}
-    assert conflicting_definitions("Let $m$ be the batch size. Let $m$ be the batch size.",
-                                   {"m"}) == {}
+    assert conflicting_definitions("Let $q$ be the sampling rate. Write $q$ for the probability "
+                                   "that a record is sampled.", {"q"}) == {}
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -357,6 +371,22 @@ def test_no_notation_symbol_is_defined_twice_in_a_chapter(path):
     conflicts = conflicting_definitions(_markdown(path), symbols)
     assert not conflicts, (f"{path.name}: symbols of notation.md defined twice with different "
                            f"meanings: {conflicts}")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_definitions_agree_with_notation(path):
+    """A chapter that defines a symbol of notation.md either gives it the meaning of notation.md
+    (a content word in common) or is named in that symbol's row, which records the exception."""
+    rows = notation_rows()
+    odd = []
+    for sym, phrases in symbol_definitions(_markdown(path), set(rows)).items():
+        row = rows[sym]
+        if f"{{doc}}`{path.stem}`" in row or re.search(rf"\bchapters? [0-9–, ]*\b{int(path.stem[:2])}\b", row):
+            continue
+        meaning = _words(row) | {SYNONYMS.get(w, w) for w in re.findall(r"[a-zα-ω]+", row.lower())}
+        odd += [f"${sym}$: {p!r}" for p in phrases if not (_words(p) & meaning)]
+    assert not odd, (f"{path.name}: definitions that differ from notation.md without the chapter "
+                     f"being named in the symbol's row: {odd}")
 
 
 # --- constants quoted in the appendix ---------------------------------------------------------
