@@ -215,6 +215,84 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "q8": ("q8_answer", 'q8_answer = "d"'),
         "q9": ("q9_answer", 'q9_answer = "a"'),
     },
+    "a7_encoding": {
+        # the argmin of the paper's printed Algorithm 2, line 3
+        "q1": ("q1_encoded", "q1_index = 0\nq1_encoded = [0.0, -0.7, 0.0, 0.6]"),
+        # thresholds in parameter order instead of by rank
+        "q2": ("encode_gradient", "def encode_gradient(grad, codes):\n"
+                                  "    mag, order = torch.sort(grad.abs())\n"
+                                  "    sim = (codes @ mag) / codes.norm(dim=1)\n"
+                                  "    psi = codes[torch.argmax(sim)]\n"
+                                  "    thr = psi.to(grad.dtype)\n"
+                                  "    return torch.maximum(torch.minimum(grad, thr), -thr)"),
+        # the binomial coefficients left out, as in the paper's equations 20-22
+        "q3": ("q3_eps", "q3_eps = math.log(sum(0.1 ** k * 0.9 ** (3 - k) * laplace_moment(0.6, k)"
+                         " * laplace_moment(0.8, k) for k in range(4))) / 2"),
+        # the paper's printed prefactor 1/(1 - alpha)
+        "q4": ("lemma4", "def lemma4(alpha, q, psi, noise):\n"
+                         "    ks = np.arange(alpha + 1)\n"
+                         "    lp = log_moments(noise, np.abs(np.asarray(psi, dtype=float)), ks)"
+                         ".sum(axis=0)\n"
+                         "    lw = np.array([math.log(math.comb(alpha, k)) + k * math.log(q) + "
+                         "(alpha - k) * math.log1p(-q) for k in ks])\n"
+                         "    return float(special.logsumexp(lw + lp) / (1 - alpha))"),
+        # the code vectors' norm forgotten: sigma = noise std
+        "q5": ("q5_eps", "q5_sigma = 3.0\nq5_eps = RDPAccountant(orders=INTEGER_ORDERS).step("
+                         "noise_multiplier=3.0, sample_rate=0.05, num_steps=400)"
+                         ".get_epsilon(1e-5)"),
+        # the variance ratio, not the standard-deviation ratio
+        "q6": ("q6_ratio", "q6_ratio = 5 * 6 / ((5 - 2) * (5 + 3))"),
+        "q7": ("q7_answer", 'q7_answer = "a"'),
+        "q8": ("q8_answer", 'q8_answer = "a"'),
+        # accounted as micro-batches of one: sensitivity 1
+        "q9": ("q9_eps", "q9_eps = RDPAccountant(orders=INTEGER_ORDERS).step(noise_multiplier=2.0,"
+                         " sample_rate=0.05, num_steps=300).get_epsilon(1e-5)"),
+    },
+    "a8_dp_icl": {
+        # reuse forgotten: one exemplar, one vote
+        "q1": ("q1_sensitivity", "q1_sensitivity = math.sqrt(2)"),
+        # counted along the wrong axis: per subset over the queries
+        "q2": ("vote_counts", "def vote_counts(votes, num_classes):\n"
+                              "    votes = np.asarray(votes)\n"
+                              "    return np.stack([np.bincount(col, minlength=num_classes)"
+                              " for col in votes.T])"),
+        # the sensitivity sqrt(2) forgotten: s = sigma
+        "q3": ("vote_noise", "def vote_noise(epsilon, delta, num_queries, sample_rate):\n"
+                             "    return calibrate_noise(epsilon, delta, sample_rate,"
+                             " num_queries)"),
+        # the difference of two noisy projections taken to have variance s^2
+        "q4": ("q4_ceiling", "q4_ceiling = stats.norm.cdf(math.sqrt(2) / s4)"),
+        # no amplification by subsampling: rate 1
+        "q5": ("q5_queries", "q5_queries = max(q for q in range(1, 50) if "
+                             "gaussian_epsilon_spent(4.0, 1e-5, q, 1.0) <= 2.0)"),
+        # the noiseless ensemble
+        "q6": ("q6_accuracy", "q6_result = dp_icl_classify(model, tpl, sentiment.pool_texts, "
+                              "sentiment.pool_labels, queries, epsilon=math.inf, delta=1e-5, "
+                              "num_subsets=20, shots=4, rng=0)\n"
+                              "q6_accuracy = float(np.mean(q6_result.predictions == truth))"),
+        "q7": ("q7_answer", 'q7_answer = "d"'),
+        "q8": ("q8_answer", 'q8_answer = "a"'),
+        # monotone thinking: one changed answer lowers the gap by 1
+        "q9": ("q9_probability", "q9_distance = 60 - 1\n"
+                                 "t9 = math.log(1 / 1e-6) / 0.5 - q9_distance\n"
+                                 "q9_probability = 1 - 0.5 * math.exp(0.5 * t9)"),
+    },
+    "capstone_private_digits": {
+        # trained without privacy
+        "q1": ("test_accuracy", "final = train(make_logistic_regression(64, 10), "
+                                "(X_train, y_train), sample_rate=64 / n, steps=300, lr=0.5, noise_multiplier=0.0,"
+                                " max_grad_norm=float('inf'), seed=0)\n"
+                                "test_accuracy = evaluate(final.model, X_test, y_test)"),
+        # names the PLD accountant while its epsilon came from RDP
+        "q2": ("report", 'report["accountant"] = "pld"'),
+        # forgets the data-set size and the writers
+        "q3": ("q3_not_covered", 'q3_not_covered = "abd"'),
+        # audits the non-private recipe
+        "q4": ("audit", "audit = canary_audit(audit_x, audit_y, canary_x, canary_y, runs=16, "
+                        "model_fn=lambda seed: make_logistic_regression(64, 10), epsilon=None, "
+                        "seed=0, **run)"),
+        "q5": ("q5_answer", 'q5_answer = "a"'),
+    },
 }
 
 
