@@ -280,8 +280,8 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
     "capstone_private_digits": {
         # trained without privacy
         "q1": ("test_accuracy", "final = train(make_logistic_regression(64, 10), "
-                                "(X_train, y_train), sample_rate=64 / n, steps=300, lr=0.5, noise_multiplier=0.0,"
-                                " max_grad_norm=float('inf'), seed=0)\n"
+                                "(X_train, y_train), sample_rate=64 / n, steps=300, lr=0.5, "
+                                "noise_multiplier=0.0, max_grad_norm=float('inf'), seed=0)\n"
                                 "test_accuracy = evaluate(final.model, X_test, y_test)"),
         # names the PLD accountant while its epsilon came from RDP
         "q2": ("report", 'report["accountant"] = "pld"'),
