@@ -57,8 +57,8 @@ deviation s, let Λ = s·2⁻¹⁵ (the lattice spacing) and σ_Z = 2¹⁵ (the 
   be as private as the subsampled continuous Gaussian that the library's accountants compute
   (Mironov, Talwar & Zhang 2019 analyse the continuous one). A proven bound follows from the Rényi
   curve above through a general bound for Poisson subsampling of any mechanism with a given Rényi
-  curve (Zhu & Wang 2019, "Poisson Subsampled Rényi Differential Privacy"; looser); the continuous curve with σ = s/Δ̂ is, for σ_Z = 2¹⁵, a close
-  approximation, not a theorem.
+  curve (Zhu & Wang 2019, "Poisson Subsampled Rényi Differential Privacy"; looser); the
+  continuous curve with σ = s/Δ̂ is, for σ_Z = 2¹⁵, a close approximation, not a theorem.
 * The sensitivity Δ of the float32 clipped sum itself (its own rounding) is the caller's.
 * PCG64 is not a cryptographic generator: only its seed comes from the CSPRNG.
 * A NaN in the sum gives NaN in the release (as float addition does), so NaN is visible; the

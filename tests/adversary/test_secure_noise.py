@@ -47,7 +47,7 @@ WINDOW = 8              # float32 neighbours of the inverted z tried on each sid
 
 def plain_float_release(g: torch.Tensor, std: float, gen: torch.Generator) -> torch.Tensor:
     """y = g + std·z in float32 with z = torch.randn: the computation of dplib's
-    ``GaussianPrivatizer.add_noise`` (checked against it in ``test_plain_release_is_the_engines``)."""
+    ``GaussianPrivatizer.add_noise`` (checked in ``test_plain_release_is_the_engines``)."""
     z = torch.randn(tuple(g.shape), generator=gen, dtype=g.dtype)
     return torch.add(g, z, alpha=std)
 
