@@ -11,8 +11,10 @@ privatizer does, with σ = 1 and C = 1:
                    Gaussian on a lattice, drawn in one call with numpy on the CPU and moved to
                    the device; each sum rounded to the lattice).
 
-The two are interleaved round by round and the median round is reported, with the ratio
-secure/float measured in this run on this machine. Also printed: the noise multiplier an
+The two are interleaved round by round with one full ``dplib vmap`` step of
+``benchmarks/dpsgd_speed.py`` (batch ``--batch``, float noise) for scale, and the median round is
+reported, with the ratios secure/float and (step − float + secure)/step — how much slower a
+whole step gets — measured in this run on this machine. Also printed: the noise multiplier an
 accountant should use for the secure source (:func:`dplib.mechanisms.secure_noise_multiplier`),
 which is below σ = 1 by the rounding's share of the sensitivity. Speed is measured here, never
 asserted in tests.
@@ -29,7 +31,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dpsgd_speed import C, KINDS, SIGMA, make_problem  # noqa: E402  (the same three models)
+from dpsgd_speed import C, KINDS, SIGMA, build, make_problem  # noqa: E402  (same models)
 
 from dplib.mechanisms import secure_add_noise, secure_noise_multiplier  # noqa: E402
 
@@ -51,6 +53,7 @@ def secure_noise(sums: list[torch.Tensor], std: float, gen: torch.Generator) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
@@ -60,27 +63,30 @@ def main() -> None:
     print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"device {device}, {args.threads} thread(s), median of {args.rounds} rounds; "
           f"sigma = {SIGMA}, C = {C}")
-    print(f"{'model':<12} {'parameters':>10} {'float randn ms':>15} {'secure ms':>10} "
-          f"{'ratio':>7} {'sigma for accountant':>21}")
+    print(f"{'model':<12} {'parameters':>10} {'step ms':>8} {'float noise ms':>15} "
+          f"{'secure ms':>10} {'noise ratio':>12} {'step ratio':>11} {'sigma for accountant':>21}")
     for kind in KINDS:
-        model, _, _ = make_problem(kind, 2, device)
+        model, x, y = make_problem(kind, args.batch, device)
+        step = build("dplib vmap", model, x, y)
         sums = [torch.randn(p.shape, generator=torch.Generator().manual_seed(1)).to(device)
                 for p in model.parameters()]
         d = sum(s.numel() for s in sums)
         gen = torch.Generator(device=device).manual_seed(0)
-        methods = {"float": float_noise, "secure": secure_noise}
+        methods = {"float": lambda: float_noise(sums, std, gen),
+                   "secure": lambda: secure_noise(sums, std, gen), "step": step}
         for fn in methods.values():                     # warm-up
-            fn(sums, std, gen)
+            fn()
         times = {name: [] for name in methods}
         for _ in range(args.rounds):
             for name, fn in methods.items():
                 _sync(device)
                 t0 = time.perf_counter()
-                fn(sums, std, gen)
+                fn()
                 _sync(device)
                 times[name].append(1e3 * (time.perf_counter() - t0))
-        f_ms, s_ms = (statistics.median(times[n]) for n in ("float", "secure"))
-        print(f"{kind:<12} {d:>10,} {f_ms:>15.2f} {s_ms:>10.1f} {s_ms / f_ms:>6.0f}x "
+        f_ms, s_ms, t_ms = (statistics.median(times[n]) for n in ("float", "secure", "step"))
+        print(f"{kind:<12} {d:>10,} {t_ms:>8.1f} {f_ms:>15.2f} {s_ms:>10.1f} "
+              f"{s_ms / f_ms:>11.0f}x {(t_ms - f_ms + s_ms) / t_ms:>10.1f}x "
               f"{secure_noise_multiplier(SIGMA, C, d):>21.4f}")
 
 
