@@ -11,8 +11,9 @@ drawing (``tests/book/test_course_map.py`` does)::
 
 Layout: a chapter sits one row below the lowest chapter it needs (row = length of the longest
 chain of prerequisites above it); within a row, boxes are ordered by the mean position of the
-chapters they need and placed as close to it as the spacing allows. Only the arrows that are not
-implied by others are drawn: an arrow from A to C is left out when C needs B and B needs A.
+boxes their arrows come from, and placed as close to it as the spacing allows. Only the arrows
+that are not implied by others are drawn: an arrow from A to C is left out when C needs B and B
+needs A. Projects are drawn like chapters, with a dashed border.
 """
 from __future__ import annotations
 
@@ -96,6 +97,9 @@ def reduced_edges(graph: dict[str, dict]) -> list[tuple[str, str]]:
 def layout(graph: dict[str, dict]) -> dict[str, tuple[float, float]]:
     """The centre (x, y) of every box, in pixels, with the top-left box at the margin."""
     anc = ancestors(graph)
+    drawn: dict[str, list[str]] = {name: [] for name in graph}
+    for parent, child in reduced_edges(graph):
+        drawn[child].append(parent)
     row: dict[str, int] = {}
     for name in sorted(graph, key=lambda n: len(anc[n])):
         row[name] = 1 + max((row[p] for p in graph[name]["needs"]), default=-1)
@@ -104,8 +108,8 @@ def layout(graph: dict[str, dict]) -> dict[str, tuple[float, float]]:
     step = BOX_W + GAP_X
     for r in range(max(row.values()) + 1):
         names = [n for n in order if row[n] == r]
-        want = {n: (sum(x[p] for p in graph[n]["needs"]) / len(graph[n]["needs"])
-                    if graph[n]["needs"] else 0.0) for n in names}
+        want = {n: sum(x[p] for p in drawn[n]) / len(drawn[n]) if drawn[n] else 0.0
+                for n in names}
         names.sort(key=lambda n: (want[n], order.index(n)))
         placed: list[float] = []
         for n in names:

@@ -68,7 +68,7 @@ def test_instructors_page_covers_every_chapter_and_assignment():
     # written is not on the site yet: test_chapters asks for its toc entry).
     toc = set(_toc_files())
     existing = {p.stem[:2]: p.stem for p in chapter_notebooks() if f"chapters/{p.stem}" in toc}
-    for heading in ("### A short module: 4–6 weeks", "### A full course: 10–12 weeks"):
+    for heading in ("### A 6-week module", "### A 14-week course"):
         plan = _section(page, heading)
         for stem in existing.values():
             assert f"{{doc}}`{stem}`" in plan, f"{heading!r} does not link {stem}"
