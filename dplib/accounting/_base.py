@@ -12,6 +12,9 @@ on batches drawn by the accountant's ``sampling`` ("poisson" by default).
 """
 from __future__ import annotations
 
+import abc
+import copy
+
 import numpy as np
 
 from .._validate import check_choice, check_int, check_probability, check_real
@@ -87,11 +90,17 @@ def by_order_blocks(alpha: np.ndarray, fn) -> np.ndarray:
     return out
 
 
-class Accountant:
+class Accountant(abc.ABC):
     """Base class: validates and records the events; subclasses turn them into (ε, δ).
 
     ``neighboring`` is the adjacency the guarantee is stated for; ``sampling`` is only the
-    sampler that the :meth:`step` shorthand describes (events name their own sampler)."""
+    sampler that the :meth:`step` shorthand describes (events name their own sampler).
+
+    A new accountant is one subclass in one file: :meth:`_check_supported` (refuse the leaves it
+    cannot bound, matching on their event class), :meth:`_add` (fold a leaf into its state),
+    :meth:`get_epsilon` and :meth:`get_delta` (abstract), and ``@register_accountant("name")``
+    (:mod:`.registry`). Everything else — :meth:`supports`, :meth:`epsilon_after`, calibration,
+    the trainers' ε tracking — works through these."""
 
     def __init__(self, *, neighboring: str = "add_remove", sampling: str = "poisson") -> None:
         self.neighboring = check_choice("neighboring", neighboring, NEIGHBORINGS)
@@ -132,6 +141,41 @@ class Accountant:
         return self.compose(dpsgd_event(noise_multiplier, sample_rate, num_steps,
                                         sampling=self.sampling))
 
+    @abc.abstractmethod
+    def get_epsilon(self, delta: float) -> float:
+        """ε such that the composed history is (ε, δ)-DP."""
+
+    @abc.abstractmethod
+    def get_delta(self, epsilon: float) -> float:
+        """δ such that the composed history is (ε, δ)-DP."""
+
+    def supports(self, event: DpEvent) -> bool:
+        """Whether :meth:`compose` would accept ``event`` (every leaf of it) under this
+        accountant's neighbouring relation — asked before a run, instead of catching a refusal."""
+        try:
+            for leaf in flatten(event):
+                self._check_supported(leaf)
+        except ValueError:
+            return False
+        return True
+
+    def epsilon_after(self, event: DpEvent, count: int, delta: float) -> float:
+        """ε at ``delta`` if ``event`` were composed ``count`` more times; this accountant is
+        left unchanged. Default: compose on a copy. Rényi accountants answer from one curve
+        (:meth:`~dplib.accounting.RDPAccountant.epsilon_after`), which is what makes a trainer's
+        ε after every step cheap."""
+        trial = copy.deepcopy(self)
+        return trial.compose(event, count).get_epsilon(delta)
+
+    @classmethod
+    def calibration_shortcut(cls, event_of, target_epsilon: float, delta: float, options: dict,
+                             rtol: float, floor: float, ceiling: float, name: str
+                             ) -> float | None:
+        """A faster way for :func:`~dplib.accounting.calibrate` to find the scale for this
+        accountant, or None (the default: a plain search). The PLD accountant starts from the
+        RDP answer."""
+        return None
+
     def _check_supported(self, leaf: Step) -> None:
         """Raise ``ValueError`` if this accountant cannot bound ``leaf`` (subclasses)."""
         if leaf.sampling == "without_replacement" and self.neighboring != "replace_one":
@@ -156,7 +200,7 @@ class Accountant:
 
     def __repr__(self) -> str:
         parts = ", ".join(
-            f"({p.mechanism} σ={p.noise_multiplier:g}, q={p.sample_rate:g} {p.sampling}, "
+            f"({p.mechanism.__name__} σ={p.noise_multiplier:g}, q={p.sample_rate:g} {p.sampling}, "
             f"T={p.count})" if p.curve is None else f"({p.curve!r}, T={p.count})"
             for p in self.history)
         return f"{type(self).__name__}(neighboring={self.neighboring!r}, [{parts}])"

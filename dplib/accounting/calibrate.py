@@ -13,6 +13,7 @@ shorthand (σ for T steps at rate q).
 """
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Callable
 
@@ -230,8 +231,9 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     d = check_delta(delta)
     tol = check_probability("rtol", rtol, low_open=True, high_open=True)
     make = _factory(accountant, options)
-    if isinstance(accountant, str) and accountant_class(accountant) is PLDAccountant:
-        fast = _pld_calibration(event_of, eps_t, d, options, tol, floor, ceiling, name)
+    if isinstance(accountant, str):        # the accountant's own faster search, if it has one
+        fast = accountant_class(accountant).calibration_shortcut(
+            event_of, eps_t, d, options, tol, floor, ceiling, name)
         if fast is not None:
             return fast
     seen: dict[float, float] = {}   # brentq re-evaluates the bracket ends: remember them
@@ -300,8 +302,8 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num
         raise ValueError(f"accountant must be a registered name, got {accountant!r}")
     h = check_positive("value_discretization_interval", value_discretization_interval)
     options: dict = {"neighboring": neighboring}
-    if cls is PLDAccountant:
-        options["value_discretization_interval"] = h
+    if "value_discretization_interval" in inspect.signature(cls).parameters:
+        options["value_discretization_interval"] = h      # a grid accountant's resolution
     dpsgd_event(1.0, q, steps, sampling=sampling)          # validates sampling
     return calibrate(lambda s: dpsgd_event(s, q, steps, sampling=sampling), eps_t, d,
                      accountant=accountant, rtol=rtol, name="noise_multiplier", **options)

@@ -155,11 +155,13 @@ class RDPCurveEvent(DpEvent):
 
 @dataclass(frozen=True)
 class Step:
-    """One leaf of a flattened event: ``count`` runs of a Gaussian or Laplace ``mechanism`` with
-    ``noise_multiplier`` on a ``sampling`` ("poisson" or "without_replacement") sample of rate
-    ``sample_rate`` (1 = every record), or of a :class:`RDPCurveEvent` (``curve``)."""
+    """One leaf of a flattened event: ``count`` runs of the mechanism ``mechanism`` — an event
+    class, :class:`GaussianEvent` or :class:`LaplaceEvent` with ``noise_multiplier``, on a
+    ``sampling`` ("poisson" or "without_replacement") sample of rate ``sample_rate`` (1 = every
+    record), or a subclass of :class:`RDPCurveEvent` (the event itself is ``curve``: it carries
+    its own parameters). Accountants match on the class (``issubclass``), never on a name."""
 
-    mechanism: str
+    mechanism: type
     noise_multiplier: float
     sample_rate: float
     sampling: str
@@ -192,17 +194,13 @@ def flatten(event: DpEvent, count: int = 1) -> Iterator[Step]:
         if not isinstance(inner, (GaussianEvent, LaplaceEvent)):
             raise ValueError(f"event: a sampled event must wrap a GaussianEvent or LaplaceEvent, "
                              f"got {type(inner).__name__}")
-        yield Step(_MECHANISMS[type(inner)], inner.noise_multiplier, event.sample_rate,
-                   sampling, count)
+        yield Step(type(inner), inner.noise_multiplier, event.sample_rate, sampling, count)
     elif isinstance(event, (GaussianEvent, LaplaceEvent)):
-        yield Step(_MECHANISMS[type(event)], event.noise_multiplier, 1.0, "poisson", count)
+        yield Step(type(event), event.noise_multiplier, 1.0, "poisson", count)
     elif isinstance(event, RDPCurveEvent):
-        yield Step("rdp_curve", 1.0, 1.0, "poisson", count, curve=event)
+        yield Step(type(event), 1.0, 1.0, "poisson", count, curve=event)
     else:
         raise ValueError(f"event: no accountant knows {type(event).__name__}")
-
-
-_MECHANISMS = {GaussianEvent: "gaussian", LaplaceEvent: "laplace"}
 
 
 def dpsgd_event(noise_multiplier: float, sample_rate: float, num_steps: int, *,

@@ -44,6 +44,7 @@ import numpy as np
 from .._validate import check_positive
 from ..mechanisms.gaussian import gaussian_log_delta
 from ._base import Accountant, check_delta, check_epsilon
+from .events import GaussianEvent
 from .pld_fft import MAX_GRID_SIZE, WINDOW_TAIL, compose, composition_window, delta_curve
 from .pld_grid import DiscretePLD, loss_range, loss_scale, subsampled_gaussian_pld
 from .rdp import RDPAccountant
@@ -169,7 +170,7 @@ class PLDAccountant(Accountant):
 
     def _check_supported(self, leaf) -> None:
         super()._check_supported(leaf)
-        if leaf.mechanism != "gaussian":
+        if not issubclass(leaf.mechanism, GaussianEvent):
             self._refuse(leaf, "the PLD accountant bounds Gaussian events only; use "
                                "RDPAccountant")
 
@@ -312,6 +313,15 @@ class PLDAccountant(Accountant):
         slack = up + (dn if epsilon < pld.offset * pld.h else 0.0)
         slack += nu * int(np.count_nonzero(pld.losses > epsilon))
         return min(1.0, pld.get_delta(epsilon) + slack)
+
+    @classmethod
+    def calibration_shortcut(cls, event_of, target_epsilon, delta, options, rtol, floor,
+                             ceiling, name):
+        """Start the search from the RDP answer (which meets the target here too) and finish
+        it with a handful of PLD evaluations (:func:`dplib.accounting.calibrate._pld_sigma`)."""
+        from .calibrate import _pld_calibration
+        return _pld_calibration(event_of, target_epsilon, delta, options, rtol, floor, ceiling,
+                                name)
 
     def get_delta(self, epsilon: float) -> float:
         """Upper bound on the smallest δ with (ε, δ)-DP: max over the add and remove directions.

@@ -37,6 +37,7 @@ from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 from .._validate import check_choice, check_probability
 from ._base import (MAX_ORDER, Accountant, by_order_blocks, check_delta, check_epsilon,
                     check_noise_multiplier, check_orders)
+from .events import LaplaceEvent
 from .registry import register_accountant
 from .subsampling import wor_gaussian_rdp
 
@@ -377,7 +378,7 @@ class RDPAccountant(Accountant):
 
     def _check_supported(self, leaf) -> None:
         super()._check_supported(leaf)
-        if leaf.sample_rate < 1.0 and leaf.mechanism == "laplace":
+        if leaf.sample_rate < 1.0 and issubclass(leaf.mechanism, LaplaceEvent):
             self._refuse(leaf, "no Rényi bound for the subsampled Laplace mechanism here")
         if (leaf.sample_rate < 1.0 and leaf.sampling == "poisson"
                 and self.neighboring == "replace_one"):
@@ -392,7 +393,7 @@ class RDPAccountant(Accountant):
         # replace-one moves a clipped sum by up to 2C: noise σC is multiplier σ/2 for
         # sensitivity 2C
         sigma = leaf.noise_multiplier / (2.0 if self.neighboring == "replace_one" else 1.0)
-        if leaf.mechanism == "laplace":
+        if issubclass(leaf.mechanism, LaplaceEvent):
             return laplace_rdp(self.orders, sigma)
         if leaf.sample_rate == 1.0:
             return gaussian_rdp(self.orders, sigma)
@@ -408,6 +409,19 @@ class RDPAccountant(Accountant):
     def rdp(self) -> np.ndarray:
         """The accumulated RDP, one value per order in :attr:`orders`."""
         return self._rdp.copy()
+
+    def epsilon_after(self, event, count: int, delta: float) -> float:
+        """ε at ``delta`` after ``count`` more runs of ``event``: the history's RDP plus count
+        times the event's curve (Mironov 2017, Prop. 1), converted once — no copy, no
+        re-composition. This accountant is left unchanged."""
+        from .._validate import check_int
+        from .events import flatten
+        count = check_int("count", count, low=1)
+        total = self._rdp.copy()
+        for leaf in flatten(event):
+            self._check_supported(leaf)
+            total = total + count * leaf.count * self.step_rdp(leaf)
+        return rdp_to_epsilon(self.orders, total, check_delta(delta), method=self.conversion)[0]
 
     def get_epsilon(self, delta: float) -> float:
         """ε such that the history is (ε, δ)-DP (minimised over the order grid)."""

@@ -28,7 +28,7 @@ import torch
 from .._validate import check_choice, check_int, check_real
 from ..mechanisms.secure_noise import secure_add_noise, secure_noise_multiplier
 from ..device import release_generator
-from ..accounting import DpEvent, dpsgd_event, make_accountant, rdp_to_epsilon
+from ..accounting import DpEvent, dpsgd_event, make_accountant
 from .grads import check_max_grad_norm
 
 __all__ = ["Privatizer", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker"]
@@ -154,24 +154,22 @@ class EpsilonTracker:
     """ε after t of the run's T steps, from the privatizer's event and an accountant.
 
     ``accountant`` is a registry name (:func:`dplib.accounting.make_accountant`) or a factory.
-    Rényi accountants (they expose ``rdp`` and ``orders``) take ε(t) from t times one step's curve — RDP
-    adds up (Mironov 2017, Prop. 1) — without re-composing; others compose the steps taken since
-    the last query. :attr:`accountant` holds the T steps once :meth:`final` is called."""
+    ε(t) for t < T is :meth:`~dplib.accounting.Accountant.epsilon_after` (t steps) on a fresh
+    accountant — one curve for Rényi accountants, a composition for the others; the attached
+    :attr:`accountant` records all T steps once :meth:`final` is called. An event the accountant
+    cannot bound is refused when the tracker is built (before training)."""
 
     def __init__(self, privatizer: Privatizer, sample_rate: float, steps: int, delta: float,
                  accountant: object = "rdp") -> None:
         self.delta, self.sample_rate, self.steps = delta, sample_rate, steps
         self.privatizer = privatizer
-        factory = (lambda: make_accountant(accountant)) if isinstance(accountant, str) \
+        self._factory = (lambda: make_accountant(accountant)) if isinstance(accountant, str) \
             else accountant
-        self.accountant = factory()
+        self.accountant = self._factory()
         self._one = privatizer.event(sample_rate, 1)
-        self._accounted = 0
-        self._curve = None
-        if self._one is not None:
-            probe = factory().compose(self._one)      # refuses an event it cannot bound
-            if hasattr(probe, "rdp") and hasattr(probe, "orders"):
-                self._curve = probe.rdp
+        self._fresh = self._factory()
+        if self._one is not None and not self._fresh.supports(self._one):
+            self._fresh.compose(self._one)     # raises the accountant's reason, by name
 
     @property
     def private(self) -> bool:
@@ -181,17 +179,17 @@ class EpsilonTracker:
         """ε after t steps (∞ for a non-private run)."""
         if not self.private:
             return math.inf
-        if self._curve is not None and t < self.steps:
-            return float(rdp_to_epsilon(self.accountant.orders, t * self._curve, self.delta,
-                                        method=self.accountant.conversion)[0])
-        if t > self._accounted:        # the attached accountant itself records the steps taken
-            self.accountant.compose(self.privatizer.event(self.sample_rate, t - self._accounted))
-            self._accounted = t
-        return self.accountant.get_epsilon(self.delta)
+        if t < self.steps:
+            return float(self._fresh.epsilon_after(self._one, t, self.delta))
+        return self.final()
 
     def final(self) -> float:
         """ε after all T steps, recorded in :attr:`accountant`."""
-        return self.at(self.steps)
+        if not self.private:
+            return math.inf
+        if not self.accountant.history:
+            self.accountant.compose(self.privatizer.event(self.sample_rate, self.steps))
+        return self.accountant.get_epsilon(self.delta)
 
 
 def batch_sizes(batches: list[np.ndarray]) -> np.ndarray:

@@ -288,7 +288,12 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=T, desc="DP-SGD" if eps.private else "SGD")
+        # no elapsed time, rate or ETA, and a redraw at every step (tqdm otherwise skips redraws
+        # that come too soon): a step's duration depends on its batch (its size, the exact path
+        # a failing batch takes), so timing in the text would be a release no noise covers
+        bar = tqdm(total=T, desc="DP-SGD" if eps.private else "SGD",
+                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}{postfix}",
+                   mininterval=0, maxinterval=math.inf, miniters=1)   # redraws: every step
 
     def private_sum(idx: np.ndarray) -> tuple[dict, dict]:
         ii = torch.from_numpy(idx).to(dev)

@@ -215,3 +215,15 @@ def test_neighbours_differ_only_in_noised_or_not_covered_fields():
             assert kind in (NOISED, NOT_COVERED, SECRET)
     assert a.not_private.clip_fraction != b.not_private.clip_fraction or \
         a.not_private.batch_sizes.tolist() != b.not_private.batch_sizes.tolist()
+
+
+def test_the_progress_bar_text_is_the_same_for_neighbours(capsys):
+    """The bar shows the step count, ε and held-out accuracy only: no elapsed time, rate or ETA,
+    which depend on each step's duration, hence on its batch (the exact path is slow)."""
+    texts = []
+    for with_record in (False, True):
+        train(_model(ClampsWhenExtreme), _data(with_record), sample_rate=0.5, steps=4, lr=0.1,
+              noise_multiplier=1.0, ghost=True, seed=0, progress=True)
+        texts.append(capsys.readouterr().err)
+    assert texts[0] == texts[1] and "4/4" in texts[0]
+    assert "it/s" not in texts[0] and "s/it" not in texts[0]
