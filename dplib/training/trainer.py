@@ -53,7 +53,7 @@ from ..device import as_device, release_seed
 from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
 from .clipped_sum import private_clipped_sum
-from .config import RunConfig, steps_for_epochs
+from .config import NOISE_SOURCES, RunConfig, steps_for_epochs  # noqa: F401
 from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
 from .grads import check_max_grad_norm
 from .models import check_dp_compatible
@@ -146,7 +146,7 @@ def evaluate(model: nn.Module, X: object, y: object, *, device=None,
 def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, *,
                    max_grad_norm: float, noise_multiplier: float, expected_batch_size: float,
                    generator: torch.Generator | None = None, ghost: bool = False,
-                   virtual_batch_size: int | None = None
+                   virtual_batch_size: int | None = None, noise: str = "float"
                    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
     """One DP-SGD gradient: (Σ_i ḡ_i + N(0, σ²C² I)) / ``expected_batch_size``.
 
@@ -170,19 +170,26 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     caller must run it once too, and check its records as :func:`train` does
     (:func:`check_every_record_runs`).
 
-    Float noise: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD library does; like
-    them it is not hardened against the floating-point attack of Mironov 2012 (Opacus offers a
-    ``secure_mode`` for that; dplib does not).
+    Float noise by default: ``torch.randn`` draws floating-point Gaussians, as every DP-SGD
+    library does, which the floating-point attack of Mironov 2012 can see through; ``noise=
+    "secure"`` adds exact discrete Gaussian noise on a lattice instead
+    (:func:`dplib.mechanisms.secure_noise.secure_add_noise`; ``train(noise="secure")`` accounts
+    for its rounding). The clipped sum never refuses a batch
+    (:func:`~dplib.training.clipped_sum.private_clipped_sum`).
     """
     check_dp_compatible(model)
     c = check_max_grad_norm(max_grad_norm)
     sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
     denom = check_positive("expected_batch_size", expected_batch_size)
+    check_choice("noise", noise, NOISE_SOURCES)
     if math.isinf(c) and sigma > 0:
         raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
     total, norms, losses = private_clipped_sum(model, loss_fn, x, y, c, ghost=ghost,
                                                chunk_size=virtual_batch_size)
-    noisy, _ = GaussianPrivatizer(sigma, c).add_noise(total, generator)
+    numel = sum(g.numel() for g in total.values())
+    noisy, _ = GaussianPrivatizer(sigma, c, source=noise,
+                                  numel=numel if noise == "secure" else None
+                                  ).add_noise(total, generator)
     return {k: g.div_(denom) for k, g in noisy.items()}, norms, losses   # ours: fresh tensors
 
 
