@@ -12,8 +12,9 @@ float32 ``torch.randn`` noise at ordinary parameters (σ = 2, ‖g‖₂ = C = 1
 coordinates: in each of 100 releases without the record dozens of coordinates are such proofs,
 with the record none ever is) — the Gaussian mechanism allows an advantage of at most 0.2 there.
 
-Summing several Gaussian draws (Holohan & Braghin 2021; Opacus' ``secure_mode``) makes that
-search infeasible but leaves another leak: such noise, a sum of numbers of size ~s, is a multiple
+Summing several Gaussian draws (Holohan & Braghin 2021; Opacus' ``secure_mode``) was proposed
+against an exact search (it would have to invert several unknowns) but leaves another leak: such
+noise, a sum of numbers of size ~s, is a multiple
 of a coarse power of two (about s·2⁻²⁴) even where it is small, while a small coordinate of g has
 finer low-order bits, and an exact small sum y = g + noise keeps them; the same test file shows a
 vote on which of y and y − g is the coarser telling the inputs apart in every trial.
@@ -64,8 +65,8 @@ deviation s, let Λ = s·2⁻¹⁵ (the lattice spacing) and σ_Z = 2¹⁵ (the 
 * A NaN in the sum gives NaN in the release (as float addition does), so NaN is visible; the
   pre-flight must keep sums finite. ±inf and values beyond 2⁴⁰·Λ are clamped like any large
   value (2⁴⁰·Λ = 2²⁵·std).
-* Speed: the exact sampler runs on the CPU in numpy, some hundreds of times slower than
-  ``torch.randn`` (``benchmarks/secure_noise_speed.py`` prints the ratio).
+* Speed: the exact sampler runs on the CPU in numpy, two to three orders of magnitude slower
+  than ``torch.randn`` (``benchmarks/secure_noise_speed.py`` prints the ratios).
 
 Adding :func:`secure_gaussian`'s noise to a tensor yourself loses the guarantee unless the tensor
 already lies on the lattice Λℤ: a float sum g off the lattice gives outputs off it, while g = 0
