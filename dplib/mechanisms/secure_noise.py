@@ -14,10 +14,10 @@ with the record none ever is) — the Gaussian mechanism allows an advantage of 
 
 Summing several Gaussian draws (Holohan & Braghin 2021; Opacus' ``secure_mode``) was proposed
 against an exact search (it would have to invert several unknowns) but leaves another leak: such
-noise, a sum of numbers of size ~s, is a multiple
-of a coarse power of two (about s·2⁻²⁴) even where it is small, while a small coordinate of g has
-finer low-order bits, and an exact small sum y = g + noise keeps them; the same test file shows a
-vote on which of y and y − g is the coarser telling the inputs apart in every trial.
+noise, a sum of numbers of size ~s, is a multiple of a coarse power of two (about s·2⁻²⁴) even
+where it is small, while a small coordinate of g has finer low-order bits, and an exact small sum
+y = g + noise keeps them; the same test file shows a vote on which of y and y − g is the coarser
+telling the inputs apart in every trial.
 
 **The construction here** (the Mironov 2012 idea of a fixed output grid, with the exact discrete
 Gaussian sampler of Canonne, Kamath & Steinke 2020 instead of float noise). For noise standard
