@@ -389,6 +389,62 @@ def test_chapter_definitions_agree_with_notation(path):
                      f"being named in the symbol's row: {odd}")
 
 
+# Counts: "$k$ records", "$m$ canaries", "$T$ steps". A count symbol followed by plural nouns of
+# two different kinds in one chapter counts two different things there.
+COUNT_SYMBOLS = {"k", "K", "m", "M", "n", "N", "T", "d"}
+COUNT = re.compile(r"\$([a-zA-Z])\$\s+([a-z][a-z-]*[^s]s)\b")
+# third-person verbs and other words that follow a symbol without being what it counts
+NOT_NOUNS = set("grows gives belongs balances buys clips does exceeds saves lands makes passes "
+                "disappears moves holds attains costs shows finds releases lets trains guesses gets "
+                "differs keeps plus its outputs counts equals becomes takes uses needs means stays "
+                "remains sets yields divides".split())
+# nouns that count the same kind of thing (a noun may be in several classes)
+COUNT_CLASSES = [
+    {"records", "respondents", "answers", "reports", "values", "instances", "examples", "people",
+     "points", "exemplars", "demonstrations"},
+    {"records", "relatives", "people", "members"},              # a group (group privacy)
+    {"steps", "times", "runs", "mechanisms", "iterations", "compositions", "answers", "reports",
+     "queries", "releases", "tokens"},                            # repetitions (composition)
+    {"subsets", "prompts", "teachers", "voters"},                # an ensemble
+    {"copies", "gradients", "augmentations", "times"},          # augmentation multiplicity
+    {"dimensions", "coordinates", "features", "parameters"},
+]
+
+
+def count_nouns(text: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for m in COUNT.finditer(text):
+        sym, noun = m.group(1), m.group(2)
+        if sym in COUNT_SYMBOLS and noun not in NOT_NOUNS:
+            found.setdefault(sym, set()).add(noun)
+    return found
+
+
+def count_conflicts(text: str) -> dict[str, list[str]]:
+    def same(a, b):
+        return a == b or any(a in c and b in c for c in COUNT_CLASSES)
+    out = {}
+    for sym, nouns in count_nouns(text).items():
+        nouns = sorted(nouns)
+        if any(not same(a, b) for i, a in enumerate(nouns) for b in nouns[i + 1:]):
+            out[sym] = nouns
+    return out
+
+
+def test_count_check_can_fail():
+    assert count_conflicts("train $m$ shadow models; plant $m$ canaries") == {}  # "shadow" ≠ noun
+    assert count_conflicts("plant $m$ canaries and query $m$ augmentations") == {
+        "m": ["augmentations", "canaries"]}
+    assert count_conflicts("$n$ records, then $n$ respondents; $T$ steps, $T$ times") == {}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_count_symbols_count_one_thing_in_a_chapter(path):
+    conflicts = count_conflicts(_markdown(path))
+    assert not conflicts, (f"{path.name}: a count symbol of notation.md counts different things "
+                           f"in this chapter: {conflicts}")
+
+
 # --- constants quoted in the appendix ---------------------------------------------------------
 
 def test_constants_of_the_classic_gaussian_proof():
