@@ -547,3 +547,29 @@ def test_the_remove_delta_and_kl_lemmas_on_random_pairs():
         assert 0.5 * np.abs(p - p1).sum() <= delta + 1e-12
         kl = float(np.sum(p1 * np.log(np.where(p1 > 0, p1 / q, 1.0))))
         assert kl <= eps * np.expm1(eps) + 1e-12
+
+
+def test_sampled_gaussian_reverse_direction_is_not_larger():
+    """B_α(t) ≤ A_α(t) ≤ A_α(1) for t ≤ 1 (the step of the appendix that cites Theorem 5 of
+    Mironov, Talwar & Zhang 2019, and the monotonicity in the shift), by quadrature."""
+    import numpy as np
+    from scipy import integrate
+
+    def moments(q, sigma, alpha, t):
+        # with r = P_t/Q_0: A = E_{Q_0}[r^α] and B = E_{P_t}[r^{−α}] = E_{Q_0}[r^{1−α}]
+        def log_r(z):
+            return np.logaddexp(math.log1p(-q), math.log(q) + (2 * z * t - t * t) / (2 * sigma**2))
+
+        def log_q0(z):
+            return -z * z / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
+        lo, hi = -12 * sigma, 12 * sigma + alpha * t
+        a = integrate.quad(lambda z: np.exp(alpha * log_r(z) + log_q0(z)), lo, hi, limit=400)[0]
+        b = integrate.quad(lambda z: np.exp((1 - alpha) * log_r(z) + log_q0(z)), lo, hi,
+                           limit=400)[0]
+        return a, b
+
+    for q, sigma, alpha in ((0.01, 1.0, 2), (0.2, 0.9, 4), (0.5, 1.5, 8), (0.9, 2.0, 3)):
+        a1, _ = moments(q, sigma, alpha, 1.0)
+        for t in (0.3, 0.7, 1.0):
+            a, b = moments(q, sigma, alpha, t)
+            assert b <= a * (1 + 1e-9) and a <= a1 * (1 + 1e-9), (q, sigma, alpha, t, a, b, a1)
