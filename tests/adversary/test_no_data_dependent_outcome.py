@@ -227,3 +227,28 @@ def test_the_progress_bar_text_is_the_same_for_neighbours(capsys):
         texts.append(capsys.readouterr().err)
     assert texts[0] == texts[1] and "4/4" in texts[0]
     assert "it/s" not in texts[0] and "s/it" not in texts[0]
+
+
+@pytest.mark.parametrize("cls", [ClampsWhenExtreme, RerunsOnExtremeRows],
+                         ids=lambda c: c.__name__)
+def test_the_other_trainers_complete_with_and_without_the_record(cls):
+    """train_models_batched (a stack under vmap, which refuses data-dependent control flow),
+    train_distributed (one process) and train_encoded: the same hostile models, both
+    neighbours complete and give finite models."""
+    from dplib.encoding import Codebook, train_encoded
+    from dplib.encoding.noise import GaussianNoise
+    from dplib.training import train_distributed, train_models_batched
+    for with_record in (False, True):
+        x, y = _data(with_record)
+        kw = dict(sample_rate=0.5, steps=3, lr=0.1, noise_multiplier=1.0, device="cpu")
+        stack = train_models_batched([_model(cls)] * 2, x, y,
+                                     np.ones((2, x.shape[0]), dtype=bool), seeds=[0, 1], **kw)
+        assert all(torch.isfinite(v).all() for v in stack.params.values())
+        res = train_distributed(_model(cls), (x, y), seed=0, **kw)
+        assert res.steps == 3
+        model = _model(cls)
+        d = sum(p.numel() for p in model.parameters())
+        enc = train_encoded(model, (x, y), codebook=Codebook(
+            torch.linspace(0.01, 0.1, d).repeat(2, 1)), noise=GaussianNoise(1.0),
+            sample_rate=0.5, steps=3, lr=0.1, seed=0, device="cpu")
+        assert all(torch.isfinite(p).all() for p in enc.model.parameters())
