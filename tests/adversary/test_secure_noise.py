@@ -307,6 +307,27 @@ def test_extreme_sums_are_clamped_not_leaked():
     assert abs(float(y[0]) - 2.0 ** 40 * lam) < 10 and abs(float(y[1]) + 2.0 ** 40 * lam) < 10
 
 
+def test_rounding_to_the_lattice_stays_within_the_stated_sensitivity():
+    """With the same seed both releases get the same K, so round(y/Λ) − round(y'/Λ) = n_g − n_g'.
+    Sums straddling the half-lattice points move by ~0 but round one lattice step apart in every
+    coordinate: the √d term of Δ̂ is needed, and it suffices."""
+    std, d = 1.0, 4096
+    lam = secure_grid(std)
+
+    def lattice_steps_apart(g, g2):
+        y = secure_add_noise(g, std=std, generator=torch.Generator().manual_seed(6))
+        y2 = secure_add_noise(g2, std=std, generator=torch.Generator().manual_seed(6))
+        return (torch.round(y / lam) - torch.round(y2 / lam)).norm().item()
+
+    half = (torch.arange(d, dtype=torch.float64) * 7 + 0.5) * lam      # half-lattice points
+    straddle = (half - 1e-6 * lam, half + 1e-6 * lam)
+    target = (target_gradient(1.0, d).double(), torch.zeros(d, dtype=torch.float64))
+    for g, g2 in (straddle, target):
+        bound = secure_sensitivity((g - g2).norm().item(), d, std) / lam
+        assert 0 < lattice_steps_apart(g, g2) <= bound
+    assert lattice_steps_apart(*straddle) == pytest.approx(math.sqrt(d))   # one step each
+
+
 def test_sensitivity_and_noise_multiplier():
     lam = secure_grid(2.0)
     assert lam == 2.0 * 2.0 ** -15
