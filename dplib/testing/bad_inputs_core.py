@@ -382,6 +382,7 @@ def event_specs() -> list[Spec]:
     from dplib.accounting import events as E
     from dplib.accounting import registry as R
     from dplib.training import engine as G
+    from dplib.mechanisms import secure_noise as SN
 
     gauss = A.GaussianEvent(1.0)
     return [
@@ -426,6 +427,27 @@ def event_specs() -> list[Spec]:
              args=(1.0, 1.0), params=dict(noise_multiplier="nonneg", max_grad_norm="pos_noinf",
                                           noise_scale="nonneg",
                                           source="choice")),
+        Spec("dplib.mechanisms.secure_noise.secure_grid", lambda: SN.secure_grid,
+             kwargs=dict(std=1.0), params=dict(std="pos")),
+        Spec("dplib.mechanisms.secure_noise.secure_sensitivity", lambda: SN.secure_sensitivity,
+             kwargs=dict(sensitivity=1.0, numel=10, std=1.0),
+             params=dict(sensitivity="pos", numel="int1", std="pos")),
+        Spec("dplib.mechanisms.secure_noise.secure_noise_multiplier",
+             lambda: SN.secure_noise_multiplier,
+             kwargs=dict(noise_multiplier=1.0, max_grad_norm=1.0, numel=10),
+             params=dict(noise_multiplier="pos", max_grad_norm="pos", numel="int1")),
+        Spec("dplib.mechanisms.secure_noise.secure_gaussian", lambda: SN.secure_gaussian,
+             args=((2, 3),), kwargs=dict(std=1.0, generator=torch.Generator().manual_seed(1)),
+             params=dict(shape=[(-1,), (2.5,), None, "ab"], std="pos",
+                         generator=[-1, "seed", 1.5, torch.Generator()],
+                         dtype=[torch.int64, "float32", 3], device=["gpu", 3])),
+        Spec("dplib.mechanisms.secure_noise.secure_add_noise", lambda: SN.secure_add_noise,
+             args=(torch.zeros(2, 3),),
+             kwargs=dict(std=1.0, generator=torch.Generator().manual_seed(1)),
+             params=dict(total=[np.zeros(3), torch.zeros(3, dtype=torch.int64), None,
+                                {"w": [0.0]}], std="pos",
+                         generator=[-1, "seed", 1.5, torch.Generator(),
+                                    [torch.Generator().manual_seed(1)]])),
         Spec("dplib.training.engine.gaussian_noise", lambda: G.gaussian_noise,
              args=((2, 3), [torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)],
                    torch.float32, "cpu"),

@@ -38,6 +38,8 @@ NOT_A_RELEASE = {
     "dplib.encoding.experiment.encoding_throughput": "random inputs of a speed benchmark",
     "dplib.training.models.check_examples_independent":
         "a synthetic probe input of a structural check, never the data",
+    "dplib.training.preflight.check_ghost_on_probe":
+        "a synthetic probe input of the ghost path's pre-flight check, never the data",
 }
 
 
