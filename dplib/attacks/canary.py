@@ -132,6 +132,9 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
     n = Xall.shape[0]
     Xall, yall = Xall.to(dev), yall.to(dev)
     model = make_logistic_regression(Xall.shape[1], max(k, 2)).to(dev)
+    # the pre-flight every trainer runs (dplib.training.preflight), before any randomness
+    from ..training.preflight import check_model_and_data
+    check_model_and_data(model, Xall, yall, loss_fn=canary_loss, name="(X, y)")
     names = [name for name, _ in model.named_parameters()]
     params = {name: p.detach().unsqueeze(0).repeat(runs, *([1] * p.dim())).clone()
               for name, p in model.named_parameters()}
