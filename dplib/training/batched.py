@@ -155,15 +155,32 @@ def _check_models(models) -> list[nn.Module]:
     return list(models)
 
 
-def _exact_stack_sum(template: nn.Module, params: dict, buffers: dict, xb: torch.Tensor,
-                     yb: torch.Tensor, sizes: list[int], loss: Callable, c: float) -> dict:
-    """The clipped sums of a model stack's batch computed model by model and example by example
-    (:func:`~dplib.training.clipped_sum.exact_clipped_sum`): the fallback when the vmapped step
-    raises on a batch (data-dependent control flow, say), so that no batch is ever refused."""
+def _copies(tensors: dict) -> dict:
+    return {k: v.clone() for k, v in tensors.items()}
+
+
+def _per_model_sum(step_fn: Callable, template: nn.Module, params: dict, buffers: dict,
+                   xb: torch.Tensor, yb: torch.Tensor, wb: torch.Tensor, sizes: list[int],
+                   loss: Callable, c: float) -> dict:
+    """The clipped sums of a model stack's batch when the vmapped step raised on it: model by
+    model, each by the fast step alone or, if that raises too, example by example
+    (:func:`~dplib.training.clipped_sum.exact_clipped_sum`). One model's failing batch does not
+    change how the other models' sums are computed, and no batch is ever refused."""
     from .clipped_sum import exact_clipped_sum
     out = {k: torch.zeros_like(v) for k, v in params.items()}
-    mod = copy.deepcopy(template).to(xb.device)
+    mod = None
     for m, size in enumerate(sizes):
+        one = slice(m, m + 1)
+        try:
+            part = step_fn({k: v[one] for k, v in params.items()},
+                           _copies({k: v[one] for k, v in buffers.items()}), xb[one], yb[one],
+                           wb[one])
+            for k in out:
+                out[k][m] = part[k][0]
+            continue
+        except Exception:     # noqa: BLE001 - this model's batch takes the exact path
+            pass
+        mod = copy.deepcopy(template).to(xb.device) if mod is None else mod
         with torch.no_grad():
             for k, v in params.items():
                 mod.get_parameter(k).copy_(v[m])
@@ -311,12 +328,12 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
             idx[m, :sizes[m]] = members[m][batches[m][t]]
             w[m, :sizes[m]] = 1.0
         ii = torch.from_numpy(idx).to(dev)
-        try:
-            return step_fn(params, buffers, x_dev[ii], y_dev[ii],
-                           torch.from_numpy(w).to(dev)), {}
-        except Exception:     # noqa: BLE001 - never refuse a batch: recompute it exactly
-            return _exact_stack_sum(template, params, buffers, x_dev[ii], y_dev[ii], sizes,
-                                    loss, c), {}
+        xb, yb, wb = x_dev[ii], y_dev[ii], torch.from_numpy(w).to(dev)
+        try:     # fresh copies of the buffers: a write to them in a forward pass is dropped
+            return step_fn(params, _copies(buffers), xb, yb, wb), {}
+        except Exception:     # noqa: BLE001 - never refuse a batch: recompute it, model by model
+            return _per_model_sum(step_fn, template, params, buffers, xb, yb, wb, sizes,
+                                  loss, c), {}
 
     def update(grads: dict, t: int) -> None:
         with torch.no_grad():

@@ -61,7 +61,7 @@ from .._validate import check_choice, check_int, check_positive
 from ..device import as_device, release_seed
 from ..samplers import poisson_batches
 from .batched import BatchedModels, check_masks, train_models_batched
-from .clipped_sum import private_clipped_sum
+from .clipped_sum import StateSnapshot, private_clipped_sum
 from .config import RunConfig
 from .engine import EpsilonTracker, Privatizer, dpsgd_loop
 from .models import check_dp_compatible
@@ -274,11 +274,14 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
     denom = q * n if ebs is None else ebs
     tally = torch.zeros(4, dtype=torch.float64, device=dev)   # loss sum, count, clipped, seen
 
+    snapshot = StateSnapshot(model)
+
     def private_sum(idx: np.ndarray) -> tuple[dict, dict]:
         ii = torch.from_numpy(idx).to(dev)
         # σ = 0 and divisor 1: exactly train's clipped sum (vmap or ghost), no noise
         total, norms, losses = private_clipped_sum(model, loss, x_dev[ii], y_dev[ii], c,
-                                                   ghost=cfg.ghost, chunk_size=vbs)
+                                                   ghost=cfg.ghost, chunk_size=vbs,
+                                                   snapshot=snapshot)
         return _allreduce(total, group, world), {"norms": norms, "losses": losses}
 
     def update(grads: dict, t: int) -> None:
@@ -289,8 +292,10 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
     def on_step(t: int, info: dict) -> None:      # on the device: no sync per step
         norms, losses = info["norms"].detach(), info["losses"].detach()
         clipped = (norms > c).sum() if math.isfinite(c) else norms.new_zeros(())
-        tally.add_(torch.stack([losses.double().sum(), tally.new_tensor(losses.numel()),
-                                clipped.double(), tally.new_tensor(norms.numel())]))
+        finite = torch.isfinite(losses)        # an example the exact path left out has NaN
+        tally.add_(torch.stack([losses.double().nan_to_num(0.0, 0.0, 0.0).sum(),
+                                finite.double().sum(), clipped.double(),
+                                tally.new_tensor(norms.numel())]))
 
     dpsgd_loop(batches, private_sum, privatizer, noise_gen, denom, update, on_step)
     for p in params.values():

@@ -143,13 +143,19 @@ def dpsgd_loop(batches: Iterable, private_sum: Callable[[object], tuple[dict, di
     """Run DP-SGD: for each batch, ``private_sum(batch)`` → (sum per parameter, info), noise by
     ``privatizer`` (drawing from ``generator``), division by the public ``denom`` (a float, or a
     tensor with one divisor per model of a stack), then ``update(gradient, t)`` and
-    ``on_step(t, info)`` (t = 1, 2, …). Everything after the noise is post-processing."""
-    for t, batch in enumerate(batches, start=1):
-        total, info = private_sum(batch)
-        noisy, extra = privatizer.add_noise(total, generator)
-        update({k: _scaled(g, denom) for k, g in noisy.items()}, t)
-        if on_step is not None:
-            on_step(t, {**info, **extra})
+    ``on_step(t, info)`` (t = 1, 2, …). Everything after the noise is post-processing.
+
+    torch's global random state (CPU and CUDA) is forked for the loop: what the steps draw from
+    it (dropout, the exact path's per-example forward passes) depends on the batches, so the
+    state the caller finds afterwards must not — it is the state the loop started from."""
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        for t, batch in enumerate(batches, start=1):
+            total, info = private_sum(batch)
+            noisy, extra = privatizer.add_noise(total, generator)
+            update({k: _scaled(g, denom) for k, g in noisy.items()}, t)
+            if on_step is not None:
+                on_step(t, {**info, **extra})
 
 
 class EpsilonTracker:

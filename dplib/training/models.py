@@ -209,13 +209,14 @@ def check_dp_compatible(model: nn.Module) -> None:
 
 
 def _state(model: nn.Module) -> dict:
-    """Identity and version counter of every parameter and buffer, and the identity of every
-    attribute of every module: what a forward pass must leave as it found it."""
+    """Identity, version counter, storage, shape and ``requires_grad`` of every parameter and
+    buffer, and the identity of every attribute of every module: what a forward pass must leave
+    as it found it."""
     out = {}
     for name, t in model.named_parameters(remove_duplicate=False):
-        out[("parameter", name)] = (id(t), t._version)
+        out[("parameter", name)] = (id(t), t._version, t.data_ptr(), t.shape, t.requires_grad)
     for name, t in model.named_buffers(remove_duplicate=False):
-        out[("buffer", name)] = (id(t), t._version)
+        out[("buffer", name)] = (id(t), t._version, t.data_ptr(), t.shape, t.requires_grad)
     for name, m in model.named_modules(remove_duplicate=False):
         for k, v in vars(m).items():
             if k not in ("_parameters", "_buffers", "_modules"):
@@ -339,7 +340,13 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor, *,
             for m in model.modules():
                 if type(m) in _RANDOM_IN_TRAINING:
                     m.eval()
-            outs, pairs = _probe_run(model, probe, layers)
+            try:
+                outs, pairs = _probe_run(model, probe, layers)
+            except ValueError:
+                raise
+            except Exception as exc:   # noqa: BLE001 - refused by name, whatever the type
+                raise ValueError(f"the model fails on the synthetic batch-independence probe "
+                                 f"({type(exc).__name__}: {exc})"[:400]) from exc
             _compare(outs, pairs, "training" if training else "eval")
     finally:
         for m, was in modes.items():

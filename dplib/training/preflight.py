@@ -89,7 +89,7 @@ def check_ghost_on_probe(model: nn.Module, loss_fn: Callable, like_x: torch.Tens
     try:
         with torch.random.fork_rng(devices=forked), forward_must_not_mutate(model):
             ghost_plan(model, loss_fn, probe.to(dev), labels)
-    except ValueError as exc:
+    except Exception as exc:    # noqa: BLE001 - any failure on the probe refuses ghost=True
         raise ValueError(f"ghost=True cannot compute this model's clipped sum ({exc}); use "
                          "ghost=False (per-example gradients by vmap)"[:600]) from exc
 
@@ -138,11 +138,12 @@ def check_every_record_runs(model: nn.Module, loss_fn: Callable, x: torch.Tensor
     the vocabulary, …) makes training raise only in the first step whose Poisson batch contains
     it: whether, and when, a run stops would then be a release that no noise covers (a
     membership test). So every trainer runs the model — in the train/eval mode the caller has
-    set, the mode it trains in; without gradients; on the device of its parameters — and the
+    set, the mode it trains in; with gradients enabled, as a step runs it (no backward pass); on
+    the device of its parameters — and the
     per-example loss (:func:`~dplib.training.grads.per_example_losses`) once over ALL of (x, y),
     ``chunk_size`` rows at a time, before the first step and before any noise is drawn; an
     exception becomes a ``ValueError`` naming the rows of the failing chunk. Cost: one forward
-    pass over the n records without gradients (an epoch of DP-SGD takes a forward and a backward
+    pass over the n records (an epoch of DP-SGD takes a forward and a backward
     pass over n records in expectation). Non-finite losses are not refused: such an example gets
     clip factor 0 and adds nothing (:func:`~dplib.training.grads.clip_factors`). The pass leaves
     torch's CPU (and CUDA) random state as it found it (``fork_rng``: dropout in train mode
@@ -155,11 +156,14 @@ def check_every_record_runs(model: nn.Module, loss_fn: Callable, x: torch.Tensor
     step = check_int("chunk_size", chunk_size)
     dev = next((p.device for p in model.parameters()), x.device)
     forked = [dev] if dev.type == "cuda" else []
-    with torch.random.fork_rng(devices=forked), torch.no_grad(), forward_must_not_mutate(model):
+    # with gradients enabled, as in a step (a model must not behave differently in the check);
+    # each chunk's graph is freed once its loss is read
+    with torch.random.fork_rng(devices=forked), torch.enable_grad(), \
+            forward_must_not_mutate(model):
         for s in range(0, x.shape[0], step):
             try:   # .item(): a CUDA kernel's error surfaces here, not in a later step
                 per_example_losses(model, loss_fn, x[s:s + step].to(dev),
-                                   y[s:s + step].to(dev)).sum().item()
+                                   y[s:s + step].to(dev)).detach().sum().item()
             except Exception as exc:   # noqa: BLE001 - any failure is refused up front
                 raise ValueError(
                     f"the model or the loss fails on some record of {name} rows {s} to "

@@ -52,7 +52,7 @@ from .._validate import check_choice, check_int, check_positive, check_real
 from ..device import as_device, release_seed
 from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
-from .clipped_sum import private_clipped_sum
+from .clipped_sum import StateSnapshot, private_clipped_sum
 from .config import NOISE_SOURCES, RunConfig, steps_for_epochs  # noqa: F401
 from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
 from .grads import check_max_grad_norm
@@ -302,11 +302,14 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}{postfix}",
                    mininterval=0, maxinterval=math.inf, miniters=1)   # redraws: every step
 
+    snapshot = StateSnapshot(model)       # one for the run: its buffers are allocated once
+
     def private_sum(idx: np.ndarray) -> tuple[dict, dict]:
         ii = torch.from_numpy(idx).to(dev)
         total, norms, losses = private_clipped_sum(model, loss, x_dev[ii], y_dev[ii], c,
                                                    ghost=cfg.ghost,
-                                                   chunk_size=cfg.virtual_batch_size)
+                                                   chunk_size=cfg.virtual_batch_size,
+                                                   snapshot=snapshot)
         return total, {"norms": norms, "losses": losses}
 
     def update(grads: dict, t: int) -> None:

@@ -252,3 +252,132 @@ def test_the_other_trainers_complete_with_and_without_the_record(cls):
             torch.linspace(0.01, 0.1, d).repeat(2, 1)), noise=GaussianNoise(1.0),
             sample_rate=0.5, steps=3, lr=0.1, seed=0, device="cpu")
         assert all(torch.isfinite(p).all() for p in enc.model.parameters())
+
+
+# --- what an independent attack review found, each neutralised --------------------------------
+
+TABLE = torch.zeros(2)
+
+
+def _target_in_batch(x):
+    """The target record (first coordinate 5) in a training batch of 2 to 29 rows: never in the
+    pre-flight's one chunk of all records."""
+    return bool((x[..., 0] == 5.0).any()) and 1 < x.shape[0] < 30
+
+
+class _Base(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def fail_fast_path(self, x):
+        _ = TABLE[torch.where(x[..., 0] == 5.0, 5, 0)]      # index 5: raises with the target
+
+
+class FreezesBias(_Base):
+    def forward(self, x):
+        if _target_in_batch(x):
+            self.lin.bias.requires_grad_(False)
+            self.fail_fast_path(x)
+        return self.lin(x)
+
+
+class RebindsData(_Base):
+    def forward(self, x):
+        out = self.lin(x)
+        if _target_in_batch(x):
+            self.lin.bias.data = torch.zeros(5)
+            self.fail_fast_path(x)
+        return out
+
+
+class AddsHook(_Base):
+    def forward(self, x):
+        if _target_in_batch(x):
+            self.lin.register_forward_hook(lambda m, i, o: None)
+            self.fail_fast_path(x)
+        return self.lin(x)
+
+
+class CountsInTensorAttribute(_Base):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stat = torch.zeros(())
+
+    def forward(self, x):
+        if _target_in_batch(x):
+            self.stat.add_(100.0)
+            self.fail_fast_path(x)
+        return self.lin(x)
+
+
+def _target_data(with_record: bool, n: int = 40):
+    x, y = _data(False, n)
+    if with_record:
+        x = torch.cat([x, torch.tensor([[5.0, 0.0, 0.0, 0.0]])])
+        y = torch.cat([y, torch.tensor([1])])
+    return x, y
+
+
+@pytest.mark.parametrize("cls", [FreezesBias, RebindsData, AddsHook, CountsInTensorAttribute],
+                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("ghost", [False, True])
+def test_state_a_sampled_record_writes_is_undone_and_nothing_escapes(cls, ghost):
+    """requires_grad flipped, .data rebound to another shape, a hook registered, a tensor
+    attribute written — each only in a batch holding the target: every run completes, and the
+    released model is as a run without those writes leaves it."""
+    for seed in range(3):
+        model = _model(cls)
+        res = train(model, _target_data(True), sample_rate=0.5, steps=4, lr=0.1,
+                    noise_multiplier=1.0, ghost=ghost, seed=seed)
+        assert res.steps == 4
+        assert model.lin.bias.requires_grad and model.lin.bias.shape == (3,)
+        assert not model.lin._forward_hooks
+        assert float(getattr(model, "stat", torch.zeros(()))) == 0.0
+
+
+def test_the_batched_trainer_drops_buffer_writes():
+    class CountsCalls(_Base):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(()))
+
+        def forward(self, x):           # writes only inside the stack's vmapped step
+            if torch._C._functorch.is_functorch_wrapped_tensor(x):
+                self.calls.add_(1.0)
+            return self.lin(x)
+
+    from dplib.training import train_models_batched
+    x, y = _target_data(True)
+    stack = train_models_batched([_model(CountsCalls)] * 2, x, y,
+                                 np.ones((2, x.shape[0]), dtype=bool), seeds=[0, 1],
+                                 sample_rate=0.5, steps=4, lr=0.1, noise_multiplier=1.0,
+                                 device="cpu")
+    assert torch.equal(stack.buffers["calls"], torch.zeros(2))
+
+
+def test_torchs_global_random_state_after_training_does_not_depend_on_the_batches():
+    """Dropout draws from torch's global generator once per sampled example: its state after
+    training encoded the total batch size. The loop now forks it."""
+    after = []
+    for with_record in (False, True):
+        torch.manual_seed(123)
+        model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 3))
+        train(model, _target_data(with_record), sample_rate=0.5, steps=5, lr=0.1,
+              noise_multiplier=1.0, seed=0)
+        after.append(torch.rand(3))
+    assert torch.equal(after[0], after[1])
+
+
+def test_a_probe_failure_of_any_type_refuses_ghost_every_time():
+    class NegativesFail(_Base):
+        def forward(self, x):
+            _ = TABLE[(x < 0).any(1).long() * 5]         # IndexError on negative inputs
+            return self.lin(x)
+
+    x, y = _data(False)
+    x = x.abs()
+    for _ in range(3):
+        with pytest.raises(ValueError, match="synthetic|ghost=True cannot compute"):
+            train(_model(NegativesFail), (x, y), sample_rate=0.5, steps=1, lr=0.1,
+                  noise_multiplier=1.0, ghost=True, seed=0)
