@@ -17,6 +17,11 @@ division by the batch size, SGD update. Methods:
 * ``opacus ghost``       Opacus ``GradSampleModuleFastGradientClipping`` (ghost clipping) +
                          ``DPOptimizerFastGradientClipping`` + ``DPLossFastGradientClipping``.
 
+``--before CHECKOUT`` adds ``before vmap`` and ``before ghost``: the same two steps of the
+``dplib`` of another checkout (an older commit, say), loaded under another package name and timed
+in the same rounds, with the ratio of this checkout's step to it — how a change moved each step's
+speed, measured side by side so that a loaded machine slows both alike.
+
 Timing: the methods are interleaved round by round (``--rounds`` rounds of ``--steps`` steps
 each, after warm-up) and the median round is reported, so a machine shared with other jobs slows
 all methods alike. Ratios are to ``non-private`` and to ``opacus hooks``. Peak memory: on CUDA
@@ -32,15 +37,18 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib
 import json
 import math
 import os
 import platform
 import resource
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -80,11 +88,39 @@ def make_problem(kind: str, batch: int, device):
     return model.to(device), x.to(device), y.to(device)
 
 
+BEFORE = {}          # "before vmap"/"before ghost" → that checkout's noisy_gradient
+
+
+def load_before(checkout: str) -> None:
+    """Import ``checkout``/dplib as the package ``dplib_before`` (a copy in a temporary folder:
+    its imports inside the package are relative), for the ``before`` methods."""
+    src = Path(checkout) / "dplib"
+    if not (src / "__init__.py").is_file():
+        raise ValueError(f"--before must be a checkout with a dplib package, got {checkout!r}")
+    dest = Path(tempfile.mkdtemp()) / "dplib_before"
+    shutil.copytree(src, dest)
+    sys.path.insert(0, str(dest.parent))
+    BEFORE["noisy_gradient"] = importlib.import_module("dplib_before.training").noisy_gradient
+
+
 def build(method: str, base: nn.Module, x, y, lr: float = 0.01):
     """A closure taking one full step of ``method`` on a private copy of ``base``."""
     model = copy.deepcopy(base)
     b = x.shape[0]
     gen = torch.Generator(device=x.device).manual_seed(1)
+    if method in ("before vmap", "before ghost"):
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+        params = dict(model.named_parameters())
+        step_of = BEFORE["noisy_gradient"]
+
+        def step():
+            grads, _, _ = step_of(model, F.cross_entropy, x, y, max_grad_norm=C,
+                                  noise_multiplier=SIGMA, expected_batch_size=b,
+                                  generator=gen, ghost=method == "before ghost")
+            for k, p in params.items():
+                p.grad = grads[k]
+            opt.step()
+        return step
     if method == "non-private":
         opt = torch.optim.SGD(model.parameters(), lr=lr)
 
@@ -251,6 +287,8 @@ def main() -> None:
     ap.add_argument("--save", action="store_true",
                     help=f"store the table, with its provenance, in {STORE.relative_to(ROOT)} "
                          "(the DP-SGD chapter quotes it)")
+    ap.add_argument("--before", default=None, metavar="CHECKOUT",
+                    help="also time the dplib of this checkout (same rounds) and print ratios")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -267,20 +305,27 @@ def main() -> None:
              f" ({torch.get_num_threads()} threads)")
           + f", batch {args.batch}, σ = {SIGMA}, C = {C}")
     results = {}
+    methods = list(METHODS)
+    if args.before:
+        load_before(args.before)
+        methods += ["before vmap", "before ghost"]
     for kind in (KINDS if args.model == "all" else [args.model]):
         model, x, y = make_problem(kind, args.batch, device)
         nparams = sum(p.numel() for p in model.parameters())
-        fns = {m: build(m, model, x, y) for m in METHODS}
+        fns = {m: build(m, model, x, y) for m in methods}
         ms = time_methods(fns, device, args.steps, args.rounds, args.warmup)
         mem = {} if args.no_memory else {m: peak_memory_mb(m, kind, args.batch, device)
                                          for m in METHODS}
         print(f"\n{kind}: {nparams:,} parameters, input {tuple(x.shape[1:])}")
         print(f"{'method':<15}{'ms/step':>10}{'× non-private':>15}{'× opacus hooks':>16}"
               f"{'peak MB':>10}")
-        for m in METHODS:
+        for m in methods:
             mb = f"{mem[m]:10.1f}" if m in mem else f"{'-':>10}"
             print(f"{m:<15}{ms[m]:10.2f}{ms[m] / ms['non-private']:15.2f}"
                   f"{ms[m] / ms['opacus hooks']:16.2f}{mb}")
+        if args.before:
+            print(f"this checkout ÷ before: vmap {ms['dplib vmap'] / ms['before vmap']:.3f}, "
+                  f"ghost {ms['dplib ghost'] / ms['before ghost']:.3f}")
         noise = noise_ms(model, device, args.steps * args.rounds)
         plan = ghost_plan(copy.deepcopy(model), F.cross_entropy, x, y)
         paths = {p: sum(v == p for v in plan.values()) for p in sorted(set(plan.values()))}
