@@ -15,14 +15,6 @@ from dplib.training.engine import GaussianPrivatizer
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-@pytest.fixture(scope="module")
-def one_torch_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def _data(n=40, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(n, 5, generator=g), torch.randint(0, 3, (n,), generator=g)
