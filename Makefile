@@ -113,6 +113,7 @@ lab: $(STAMP)
 # commit HEAD (commit dplib first) or to REF (make sync REF=<commit or tag>).
 sync: $(STAMP)
 	$(PY) tools/sync_notebooks.py $(if $(REF),--ref $(REF),)
+	$(PY) tools/course_map.py
 
 clean:
 	rm -rf _build
