@@ -248,9 +248,9 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
                          too_large=_too_large(eps_t, d, ceiling, name))
 
 
-def _pld_calibration(event_of: Callable[[float], DpEvent], eps_t: float, d: float,
-                     options: dict, rtol: float, floor: float, ceiling: float,
-                     name: str) -> float | None:
+def pld_warm_start(event_of: Callable[[float], DpEvent], eps_t: float, d: float,
+                   options: dict, rtol: float, floor: float, ceiling: float,
+                   name: str) -> float | None:
     """:func:`_pld_sigma` started from the RDP root, when the RDP accountant can bound the event
     under the same relation and the scale range is the default one; else None (the caller then
     searches with the PLD accountant alone)."""

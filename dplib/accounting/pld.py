@@ -319,8 +319,8 @@ class PLDAccountant(Accountant):
                              ceiling, name):
         """Start the search from the RDP answer (which meets the target here too) and finish
         it with a handful of PLD evaluations (:func:`dplib.accounting.calibrate._pld_sigma`)."""
-        from .calibrate import _pld_calibration
-        return _pld_calibration(event_of, target_epsilon, delta, options, rtol, floor, ceiling,
+        from .calibrate import pld_warm_start
+        return pld_warm_start(event_of, target_epsilon, delta, options, rtol, floor, ceiling,
                                 name)
 
     def get_delta(self, epsilon: float) -> float:

@@ -225,6 +225,9 @@ EXCLUDED: dict[str, str] = {
         "dplib.training.ghost.check_ghost_supported",
         "dplib.training.preflight.check_model_and_data",
         "dplib.training.preflight.check_ghost_on_probe")},
+    "dplib.accounting.calibrate.pld_warm_start": "the PLD accountant's calibration shortcut, "
+                                                 "called by calibrate (swept) with its "
+                                                 "validated arguments",
     "dplib.training.preflight.preflight": "the pre-flight of train/train_distributed/"
                                           "train_models_batched (all swept), given their "
                                           "validated RunConfig; its checks are swept one by one",
@@ -347,10 +350,10 @@ def all_specs() -> list[Spec]:
     from .bad_inputs_ml import ml_specs
     from .bad_inputs_figures import figures_specs, figures_specs_more
     from .bad_inputs_models import (encoding_specs, icl_model_specs, models_erm_specs,
-                                    transformer_specs)
+                                    private_run_specs, transformer_specs)
     return (core_specs() + support_specs() + event_specs() + ml_specs() + encoding_specs()
             + models_erm_specs() + icl_model_specs() + transformer_specs() + figures_specs()
-            + figures_specs_more())
+            + figures_specs_more() + private_run_specs())
 
 
 #: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.

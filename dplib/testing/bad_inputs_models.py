@@ -392,3 +392,52 @@ def icl_model_specs() -> list[Spec]:
         Spec("dplib.icl.loader.load_datasets", lambda: IL.load_datasets, args=("offline",),
              params=dict(name=names)),
     ]
+
+
+def private_run_specs() -> list[Spec]:
+    """The stages of one private run: its configuration, the clipped-sum stage, the release
+    classification."""
+    try:
+        import torch
+        import dplib.training as TR
+    except ImportError:
+        return []
+    x = torch.arange(24.0).reshape(6, 4) / 10
+    y = torch.tensor([0, 1, 0, 1, 0, 1])
+
+    def lin():
+        return TR.make_logistic_regression(4, 2)
+
+    def ce(o, t):
+        return torch.nn.functional.cross_entropy(o, t)
+
+    return [
+        Spec("dplib.training.config.RunConfig", lambda: TR.RunConfig,
+             kwargs=dict(sample_rate=0.1, lr=0.1, steps=10, noise_multiplier=1.0),
+             params=dict(sample_rate="rate", lr="pos", max_grad_norm=[0.0, -1.0, NAN, None],
+                         delta="delta", optimizer="choice", accountant="choice",
+                         noise="choice", momentum=[-0.1, 1.5, NAN, None],
+                         weight_decay=[-0.1, NAN, None], steps="int1", epochs=[2.0],
+                         noise_multiplier=[-1.0, NAN, INF, "1"], target_epsilon=[1.0],
+                         betas=[(0.9,), (1.0, 0.9), None, "ab"], ghost="bool",
+                         virtual_batch_size=[0, -1, 2.5],
+                         expected_batch_size=[0.0, -1.0, NAN, INF])),
+        Spec("dplib.training.clipped_sum.private_clipped_sum",
+             lambda: TR.private_clipped_sum, args=(lin(), ce, x, y, 1.0),
+             params=dict(x=[x[:3], None, "x"], y=[y[:3], None], max_norm=[0.0, -1.0, NAN],
+                         ghost=[1, "yes"]),
+             names=dict(max_norm="max_norm|max_grad_norm")),
+        Spec("dplib.training.clipped_sum.exact_clipped_sum", lambda: TR.exact_clipped_sum,
+             args=(lin(), ce, x, y, 1.0),
+             params=dict(x=[x[:3], None, "x"], y=[y[:3], None], max_norm=[0.0, -1.0, NAN]),
+             names=dict(max_norm="max_norm|max_grad_norm")),
+        Spec("dplib.training.clipped_sum.private_per_example_grads",
+             lambda: TR.clipped_sum.private_per_example_grads, args=(lin(), ce, x, y),
+             params=dict(x=[x[:3], None, "x"], y=[y[:3], None])),
+        Spec("dplib.training.release.field_kinds", lambda: TR.release.field_kinds,
+             args=(TR.TrainResult,), params=dict(result=[None, "result", 3])),
+        Spec("dplib.training.release.publishable", lambda: TR.publishable,
+             args=(TR.TrainResult(model=lin(), noise_multiplier=1.0, sample_rate=0.1,
+                                  steps=1, delta=1e-5, epsilon=1.0),),
+             params=dict(result=[None, "result", 3])),
+    ]
