@@ -418,9 +418,14 @@ class RDPAccountant(Accountant):
         from .events import flatten
         count = check_int("count", count, low=1)
         total = self._rdp.copy()
+        cache = self.__dict__.setdefault("_step_cache", {})   # a trainer asks after every step
         for leaf in flatten(event):
             self._check_supported(leaf)
-            total = total + count * leaf.count * self.step_rdp(leaf)
+            key = (leaf.mechanism, leaf.noise_multiplier, leaf.sample_rate, leaf.sampling,
+                   id(leaf.curve) if leaf.curve is not None else None)
+            if key not in cache:
+                cache[key] = (leaf.curve, self.step_rdp(leaf))   # the curve kept: its id stays
+            total = total + count * leaf.count * cache[key][1]
         return rdp_to_epsilon(self.orders, total, check_delta(delta), method=self.conversion)[0]
 
     def get_epsilon(self, delta: float) -> float:
