@@ -13,6 +13,22 @@ def _bn_model():
     return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
 
 
+def training_fixture() -> tuple:
+    """(x, y, lin, ce): six examples, a fresh logistic regression, cross-entropy — the valid
+    call shared by the DP-SGD specs (torch imported here)."""
+    import torch
+    import dplib.training as TR
+    x = torch.arange(24.0).reshape(6, 4) / 10
+    y = torch.tensor([0, 1, 0, 1, 0, 1])
+
+    def lin():
+        return TR.make_logistic_regression(4, 2)
+
+    def ce(o, t):
+        return torch.nn.functional.cross_entropy(o, t)
+    return x, y, lin, ce
+
+
 def ml_specs() -> list[Spec]:
     """Langevin, SGLD, DP-SGD training, attacks' metrics, features, ICL accounting/aggregation.
     Every import is lazy: a module that is missing (optional dependency) contributes nothing."""
@@ -67,15 +83,7 @@ def ml_specs() -> list[Spec]:
     try:
         import torch
         import dplib.training as TR
-        x = torch.arange(24.0).reshape(6, 4) / 10
-        y = torch.tensor([0, 1, 0, 1, 0, 1])
-
-        def lin():
-            return TR.make_logistic_regression(4, 2)
-
-        def ce(o, t):
-            return torch.nn.functional.cross_entropy(o, t)
-
+        x, y, lin, ce = training_fixture()
         grads = lambda: TR.per_example_grads(lin(), ce, x, y)   # noqa: E731
         bad_model = [_bn_model(), None, "model"]
         bad_x = [x[:3], x.numpy(), None]

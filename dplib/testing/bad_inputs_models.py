@@ -398,19 +398,11 @@ def private_run_specs() -> list[Spec]:
     """The stages of one private run: its configuration, the clipped-sum stage, the release
     classification."""
     try:
-        import torch
         import dplib.training as TR
+        from .bad_inputs_ml import training_fixture
     except ImportError:
         return []
-    x = torch.arange(24.0).reshape(6, 4) / 10
-    y = torch.tensor([0, 1, 0, 1, 0, 1])
-
-    def lin():
-        return TR.make_logistic_regression(4, 2)
-
-    def ce(o, t):
-        return torch.nn.functional.cross_entropy(o, t)
-
+    x, y, lin, ce = training_fixture()
     return [
         Spec("dplib.training.config.RunConfig", lambda: TR.RunConfig,
              kwargs=dict(sample_rate=0.1, lr=0.1, steps=10, noise_multiplier=1.0),
