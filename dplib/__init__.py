@@ -18,8 +18,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import (accounting, attacks, datasets, encoding, features, icl,  # noqa: E402
-               langevin, mechanisms, plotting, samplers, widgets)
 from .device import as_device, get_device, quick_mode, seed_everything, setup  # noqa: E402
 
 __all__ = ["accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
@@ -27,8 +25,11 @@ __all__ = ["accounting", "attacks", "datasets", "encoding", "features", "icl", "
            "as_device", "quick_mode", "seed_everything", "setup", "__version__"]
 
 
-# Modules that need torch load on first use, so ``import dplib`` works (and is quick) without it.
-_LAZY = ("training",)
+# Every topic package loads on first use (PEP 562), so that ``import dplib`` and
+# ``import dplib.accounting`` stay light: neither loads torch, scikit-learn nor matplotlib's pyplot
+# (tests/unit/test_imports.py). ``dplib.training`` needs torch; the others need only what they use.
+_LAZY = ("accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
+         "mechanisms", "plotting", "samplers", "training", "widgets")
 
 
 def __getattr__(name: str):
@@ -38,3 +39,7 @@ def __getattr__(name: str):
         globals()[name] = module
         return module
     raise AttributeError(f"module 'dplib' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
