@@ -2,11 +2,23 @@
 from __future__ import annotations
 
 import io
+import struct
+import zlib
 
 import matplotlib as mpl
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
-__all__ = ["COLORS", "use_book_style", "compact_png"]
+__all__ = ["COLORS", "use_book_style", "compact_png", "figure_png", "min_font_pt",
+           "PHONE_WIDTH_IN", "MIN_FONT_PT", "FONT_KEY"]
+
+#: The widest figure (inches) whose smallest text (MIN_FONT_PT) is still >= 9 px tall when the
+#: page scales it down to a 390 px phone's content column (about 340 px): 10 pt / 72 * 340 / 5.
+PHONE_WIDTH_IN = 5.0
+#: The smallest font size (points) a figure of the book uses.
+MIN_FONT_PT = 10.0
+#: PNG text chunk holding the figure's smallest font size in pixels of the PNG (site tests read it).
+FONT_KEY = "dpbook:min-font-px"
 
 #: Okabe–Ito colour-blind-safe palette, by role, so a colour means the same thing in every chapter.
 COLORS = {
@@ -23,14 +35,19 @@ COLORS = {
 def use_book_style() -> None:
     """Apply the book's matplotlib defaults (called by ``dplib.setup``)."""
     mpl.rcParams.update({
-        "figure.figsize": (7.5, 4.0),
+        # Phone-sized: a 5-inch figure keeps 10-pt text >= 9 px on a 390 px screen; wider
+        # figures stack their panels vertically (see PHONE_WIDTH_IN).
+        "figure.figsize": (PHONE_WIDTH_IN, 3.4),
         "figure.dpi": 100,
         "savefig.dpi": 110,
         "savefig.bbox": "tight",
         "font.size": 11,
-        "axes.titlesize": 12,
+        "axes.titlesize": 11,
         "axes.labelsize": 11,
+        "xtick.labelsize": 10,
+        "ytick.labelsize": 10,
         "legend.fontsize": 10,
+        "legend.title_fontsize": 10,
         "axes.grid": True,
         "grid.alpha": 0.3,
         "axes.spines.top": False,
@@ -40,6 +57,69 @@ def use_book_style() -> None:
                                               "truth", "neutral")]),
         "lines.linewidth": 2.0,
     })
+    _register_png_formatter()
+
+
+def _register_png_formatter() -> None:
+    """In a Jupyter kernel, show every matplotlib figure through :func:`figure_png`."""
+    try:
+        from IPython import get_ipython
+    except ImportError:     # pragma: no cover - IPython is a dependency of the book's kernel
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    try:    # matplotlib-inline registers its own formatter when imported; ours must come after
+        import matplotlib_inline.backend_inline  # noqa: F401
+    except ImportError:     # pragma: no cover
+        pass
+    shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+
+
+def min_font_pt(fig: Figure) -> float:
+    """The smallest font size (points) of the visible, non-empty text of a drawn ``fig``."""
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and _shown(t)]
+    return float(min(sizes)) if sizes else float("inf")
+
+
+def _shown(t: Text) -> bool:
+    """False for the text of an invisible artist's subtree (e.g. the hidden label2 of ticks)."""
+    parent = getattr(t, "axes", None)
+    return parent is None or parent.get_visible()
+
+
+def _png_text(png: bytes, key: str, value: str) -> bytes:
+    """``png`` with a tEXt chunk ``key``=``value`` inserted before IEND (no re-encoding)."""
+    body = key.encode("latin-1") + b"\0" + value.encode("latin-1")
+    chunk = (struct.pack(">I", len(body)) + b"tEXt" + body
+             + struct.pack(">I", zlib.crc32(b"tEXt" + body) & 0xFFFFFFFF))
+    end = png.rindex(b"IEND") - 4
+    return png[:end] + chunk + png[end:]
+
+
+def figure_png(fig: Figure) -> bytes:
+    """``fig`` as the book shows it: a PNG that records its smallest text in pixels.
+
+    The PNG (book style: ``savefig.dpi``, tight bounding box) carries a text chunk
+    :data:`FONT_KEY` with the smallest font size of its visible text, in pixels of the image
+    (points x dpi / 72). The site test (tests/site/test_figures.py) divides it by the image's
+    native width and multiplies by its width on a 390 px page: the text height a phone reader
+    sees. ``use_book_style`` makes this the kernel's PNG formatter for every figure, so a chapter
+    neither calls ``plt.show()`` (a pyplot figure is shown at the end of its cell) nor
+    ``fig.tight_layout()`` (done here unless the figure has a layout engine already).
+    """
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if fig.get_layout_engine() is None:     # so that no chapter calls fig.tight_layout()
+        fig.tight_layout()
+    raw = io.BytesIO()
+    fig.savefig(raw, format="png")      # draws the figure: every tick label exists now
+    dpi = mpl.rcParams["savefig.dpi"]
+    dpi = fig.dpi if dpi == "figure" else float(dpi)
+    return _png_text(raw.getvalue(), FONT_KEY, f"{min_font_pt(fig) * dpi / 72:.2f}")
 
 
 def compact_png(fig: Figure, *, colors: int = 256) -> bytes:
@@ -70,4 +150,6 @@ def compact_png(fig: Figure, *, colors: int = 256) -> bytes:
                     for i in range(0, len(entries), 3) for v in entries[i:i + 3]])
     out = io.BytesIO()
     pal.save(out, format="PNG", optimize=True)
-    return out.getvalue()
+    dpi = mpl.rcParams["savefig.dpi"]
+    dpi = fig.dpi if dpi == "figure" else float(dpi)
+    return _png_text(out.getvalue(), FONT_KEY, f"{min_font_pt(fig) * dpi / 72:.2f}")

@@ -1,0 +1,21 @@
+"""Bad-input specs (:class:`~dplib.testing.bad_inputs.Spec`) of the book's figure helpers in
+:mod:`dplib.plotting` (the PNG that records its smallest font, for the site's phone check)."""
+from __future__ import annotations
+
+from .bad_inputs import Spec
+
+
+def plotting_specs() -> list[Spec]:
+    """:func:`dplib.plotting.figure_png` and :func:`dplib.plotting.min_font_pt`."""
+    def fn(name):
+        return lambda: getattr(__import__("dplib.plotting", fromlist=["x"]), name)
+
+    def fig():
+        return __import__("matplotlib.figure", fromlist=["x"]).Figure()
+
+    return [
+        Spec("dplib.plotting.figure_png", fn("figure_png"), args=(fig(),),
+             params=dict(fig=[None, "fig"])),
+        Spec("dplib.plotting.min_font_pt", fn("min_font_pt"), args=(fig(),),
+             params=dict(fig=[None, "fig"])),
+    ]
