@@ -92,12 +92,15 @@ def _shown(t: Text) -> bool:
 
 
 def _png_text(png: bytes, key: str, value: str) -> bytes:
-    """``png`` with a tEXt chunk ``key``=``value`` inserted before IEND (no re-encoding)."""
+    """``png`` with a tEXt chunk ``key``=``value`` right after IHDR (no re-encoding), where
+    readers find it before the image data."""
     body = key.encode("latin-1") + b"\0" + value.encode("latin-1")
     chunk = (struct.pack(">I", len(body)) + b"tEXt" + body
              + struct.pack(">I", zlib.crc32(b"tEXt" + body) & 0xFFFFFFFF))
-    end = png.rindex(b"IEND") - 4
-    return png[:end] + chunk + png[end:]
+    at = 8 + 25     # the signature, then IHDR (length, type, 13 bytes of data, CRC)
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        raise ValueError("png must be PNG bytes starting with IHDR")
+    return png[:at] + chunk + png[at:]
 
 
 def figure_png(fig: Figure) -> bytes:

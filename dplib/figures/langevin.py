@@ -103,7 +103,7 @@ def coupled_runs_figure(*, sensitivity: float = 4.0, sigma: float = 0.02, eta: f
     r = coupled_runs(sensitivity=sensitivity, sigma=sigma, eta=eta, n=n, K=K, alpha=alpha,
                      lam=lam, paths=paths, seed=seed)
     k = r["k"]
-    fig = Figure(figsize=(5.4, 7.0))
+    fig = Figure(figsize=(5.0, 7.0))
     ax1, ax2 = fig.subplots(2, 1)
     blue, red = COLORS["private"], COLORS["warning"]
     for mean, col, lab in ((r["mean_D"], blue, "D"), (r["mean_D_prime"], red, "D'")):
@@ -118,7 +118,7 @@ def coupled_runs_figure(*, sensitivity: float = 4.0, sigma: float = 0.02, eta: f
     ax1.set_xlabel("step k")
     ax1.set_ylabel(r"$\theta_k$")
     ax1.set_title("Same start, same noise, data D or D'")
-    ax1.legend(loc="lower left", fontsize=9, ncol=2, framealpha=0.9, columnspacing=0.8,
+    ax1.legend(loc="lower left", ncol=2, framealpha=0.9, columnspacing=0.8,
                handlelength=1.5)
 
     ax2.plot(k, r["composition"], color=COLORS["baseline"], label="composition")
@@ -130,6 +130,6 @@ def coupled_runs_figure(*, sensitivity: float = 4.0, sigma: float = 0.02, eta: f
     ax2.set_xlabel("step k")
     ax2.set_ylabel(rf"$R_{{{alpha:g}}}(\theta_k \,\|\, \theta'_k)$")
     ax2.set_title("Divergence rises, then plateaus")
-    ax2.legend(loc="lower right", fontsize=9)
+    ax2.legend(loc="lower right")
     fig.tight_layout()
     return fig
