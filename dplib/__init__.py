@@ -9,8 +9,9 @@ al. 2022 in ``langevin.sgld``), ``features`` (offline public feature maps),
 ``encoding`` (gradient encoding and numerical RDP for arbitrary noise, Nasr et al. 2020),
 ``attacks`` (linkage, membership inference, auditing), ``training`` (the one DP-SGD engine, DP-SGD
 and DP-Adam with per-example gradients, model stacks; needs torch, imported on first use), ``icl`` (differentially private in-context
-learning), ``samplers`` (Poisson, fixed-size and shuffled batches), ``datasets`` (offline, seeded
-data), ``device`` (device choice and seeding), ``plotting`` (figure style), ``tables`` (text
+learning), ``samplers`` (Poisson, fixed-size and shuffled batches), ``selection`` (sparse vector,
+propose-test-release, smooth sensitivity, PATE, private hyper-parameter tuning), ``datasets``
+(offline, seeded data), ``device`` (device choice and seeding), ``plotting`` (figure style), ``tables`` (text
 tables), ``widgets`` (interactive figures that also render statically on the website), and
 ``testing`` (the bad-input and stress tables, for tests and benchmarks; not imported here).
 """
@@ -21,7 +22,7 @@ __version__ = "0.1.0"
 from .device import as_device, get_device, quick_mode, seed_everything, setup  # noqa: E402
 
 __all__ = ["accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
-           "mechanisms", "plotting", "samplers", "training", "widgets", "get_device",
+           "mechanisms", "plotting", "samplers", "selection", "training", "widgets", "get_device",
            "as_device", "quick_mode", "seed_everything", "setup", "__version__"]
 
 
@@ -29,7 +30,7 @@ __all__ = ["accounting", "attacks", "datasets", "encoding", "features", "icl", "
 # ``import dplib.accounting`` stay light: neither loads torch, scikit-learn nor matplotlib's pyplot
 # (tests/unit/test_imports.py). ``dplib.training`` needs torch; the others need only what they use.
 _LAZY = ("accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
-         "mechanisms", "plotting", "samplers", "training", "widgets")
+         "mechanisms", "plotting", "samplers", "selection", "training", "widgets")
 
 
 def __getattr__(name: str):
