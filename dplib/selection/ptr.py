@@ -1,0 +1,140 @@
+"""Propose-test-release for the median, and sample-and-aggregate.
+
+**Propose-test-release** (Dwork & Lei 2009, "Differential privacy and robust statistics",
+STOC; the general form as in Dwork & Roth 2014, §7.3). Propose a bound b on the local
+sensitivity; privately *test* that the data are far from any data set whose local sensitivity
+exceeds b; only then *release* with noise ∝ b:
+
+1. d(x) = min{k : A^{(k)}(x) > b} — the number of records one must change before the local
+   sensitivity exceeds b (A^{(k)} of :func:`~.smooth_sensitivity.median_sensitivity_at_distance`).
+   d has sensitivity 1 (replace-one).
+2. d̂ = d(x) + Lap(1/ε). If d̂ ≤ ln(1/δ)/ε, output ⊥ (``None``).
+3. Otherwise output median(x) + Lap(b/ε).
+
+Privacy (2ε, δ): step 2 is ε-DP (Laplace mechanism on d). If d(x) = 0 the test passes with
+probability P[Lap(1/ε) > ln(1/δ)/ε] = δ/2 ≤ δ; if d(x) ≥ 1, every neighbour x' has
+|median(x) − median(x')| ≤ LS(x) ≤ b, so step 3 is ε-DP; basic composition gives 2ε (Dwork &
+Roth 2014, §7.3). The answer ⊥ is itself informative, and is part of the output.
+
+**Sample-and-aggregate** (NRS07, §4; Smith 2011): split the records into m disjoint blocks
+(a data-independent split), compute any statistic on each block, and aggregate the m block
+values privately. One record lives in one block, so it moves one block value: the block values
+clipped to [L, U] have a mean of sensitivity (U − L)/m (Laplace, ε-DP) or a median to which
+:func:`~.smooth_sensitivity.smooth_median` applies. Works for *any* statistic — including
+a non-private training run — as long as it is stable on subsamples.
+
+Floating-point caveat: the Laplace noise is numpy's float sampler (Mironov 2012): exact only up
+to rounding, a teaching implementation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .._validate import as_generator, check_choice, check_int, check_positive, check_real
+from .smooth_sensitivity import (check_bounded_data, median_sensitivity_at_distance,
+                                 smooth_median)
+from .sparse_vector import release_rng
+
+__all__ = ["distance_to_instability", "ptr_median", "PTRResult", "sample_and_aggregate",
+           "split_blocks"]
+
+
+def distance_to_instability(x: object, bound: float, lower: float, upper: float) -> int:
+    """d(x) = min{k : A^{(k)}(x) > bound} for the median (Dwork & Lei 2009; Dwork & Roth 2014,
+    §7.3): how many records must change before the median's local sensitivity exceeds
+    ``bound``; n + 1 if it never does (bound ≥ U − L)."""
+    b = check_positive("bound", bound)
+    a = median_sensitivity_at_distance(x, lower, upper)
+    over = np.flatnonzero(a > b)
+    return int(over[0]) if over.size else int(a.size)
+
+
+@dataclass(frozen=True)
+class PTRResult:
+    """Result of :func:`ptr_median`: ``value`` (None when the test refused: ⊥), ``passed``,
+    ``noisy_distance`` d̂ and ``test_threshold`` ln(1/δ)/ε — both part of the private output
+    (d̂ is released through the test) — and the guarantee ``epsilon_total`` = 2ε at ``delta``."""
+
+    value: float | None
+    passed: bool
+    noisy_distance: float
+    test_threshold: float
+    epsilon_total: float
+    delta: float
+
+
+def ptr_median(x: object, epsilon: float, delta: float, bound: float, lower: float,
+               upper: float, *, rng: np.random.Generator | int | None = None) -> PTRResult:
+    """Propose-test-release for the median with proposed local-sensitivity bound ``bound``
+    (module note; (2ε, δ)-DP, replace-one, n public). ``rng``: Generator or seed for
+    experiments, ``None`` (default) fresh OS entropy. Floating-point caveat: numpy's float
+    Laplace sampler (Mironov 2012)."""
+    xs, lo, hi = check_bounded_data(x, lower, upper)
+    eps = check_positive("epsilon", epsilon)
+    d = check_real("delta", delta, low=0.0, high=1.0)
+    b = check_positive("bound", bound)
+    gen = release_rng(rng)
+    dist = distance_to_instability(xs, b, lo, hi)
+    d_hat = dist + float(gen.laplace(0.0, 1.0 / eps))
+    thr = math.log(1.0 / d) / eps
+    if d_hat <= thr:
+        return PTRResult(None, False, d_hat, thr, 2 * eps, d)
+    med = float(xs[(xs.size + 1) // 2 - 1])
+    return PTRResult(med + float(gen.laplace(0.0, b / eps)), True, d_hat, thr, 2 * eps, d)
+
+
+def split_blocks(n: int, num_blocks: int, *, rng: np.random.Generator | int) -> list:
+    """A random partition of record indices 0 … n−1 into ``num_blocks`` disjoint blocks of
+    sizes differing by at most one (the split is public: it depends on n and the seed only)."""
+    n = check_int("n", n, low=1)
+    m = check_int("num_blocks", num_blocks, low=1)
+    if m > n:
+        raise ValueError(f"num_blocks must be in [1, n={n}], got {num_blocks!r}")
+    perm = as_generator(rng).permutation(n)
+    return np.array_split(perm, m)
+
+
+def sample_and_aggregate(data: object, statistic: Callable[[np.ndarray], float],
+                         num_blocks: int, epsilon: float, lower: float, upper: float, *,
+                         aggregator: str = "mean", delta: float = 0.0,
+                         split_seed: int | None = None,
+                         rng: np.random.Generator | int | None = None) -> float:
+    """Sample-and-aggregate (NRS07, §4): ``statistic`` on each of ``num_blocks`` disjoint blocks
+    of the rows of ``data``, block values clipped to [lower, upper], then aggregated privately:
+
+    * ``aggregator="mean"``: mean + Lap((U − L)/(m ε)) — ε-DP (replace-one; one record moves
+      one block value by at most U − L);
+    * ``aggregator="median"``: :func:`~.smooth_sensitivity.smooth_median` of the block values
+      (ε-DP with ``delta=0``, else (ε, δ)).
+
+    A block value that is NaN is replaced by (L + U)/2 and ±inf are clipped (deterministic,
+    so the bound on one block's change still holds). ``split_seed``: None (default) splits the
+    rows in order into contiguous blocks; an int draws a random public split
+    (:func:`split_blocks`). ``rng``: the noise (``None``: fresh OS entropy). Floating-point
+    caveat: numpy's float Laplace/Cauchy samplers (Mironov 2012)."""
+    arr = np.asarray(data)
+    if arr.ndim == 0 or arr.shape[0] < 1 or not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"data must be a non-empty numeric array of records (rows), got "
+                         f"{data!r}"[:200])
+    if not callable(statistic):
+        raise ValueError(f"statistic must be a callable block -> float, got {statistic!r}")
+    m = check_int("num_blocks", num_blocks, low=2)
+    eps = check_positive("epsilon", epsilon)
+    lo, hi = check_real("lower", lower), check_real("upper", upper)
+    if not lo < hi:
+        raise ValueError(f"(lower, upper) must satisfy lower < upper, got ({lower!r}, {upper!r})")
+    agg = check_choice("aggregator", aggregator, ("mean", "median"))
+    if m > arr.shape[0]:
+        raise ValueError(f"num_blocks must be in [2, n={arr.shape[0]}], got {num_blocks!r}")
+    blocks = (np.array_split(np.arange(arr.shape[0]), m) if split_seed is None else
+              split_blocks(arr.shape[0], m, rng=check_int("split_seed", split_seed, low=0)))
+    vals = np.array([float(statistic(arr[idx])) for idx in blocks])   # one call per block
+    vals = np.clip(np.where(np.isnan(vals), 0.5 * (lo + hi), vals), lo, hi)
+    gen = release_rng(rng)
+    if agg == "mean":
+        return float(vals.mean() + gen.laplace(0.0, (hi - lo) / (m * eps)))
+    return smooth_median(vals, eps, lo, hi, delta=delta, rng=gen).value
