@@ -14,6 +14,7 @@ import numpy as np
 
 from ..encoding import Codebook, clamp_thresholds, encode
 from ..plotting import COLORS
+from .._validate import shown
 
 __all__ = ["clamp_figure", "clamp_data"]
 
@@ -30,7 +31,7 @@ def _as_gradient(grad: object, codebook: object):
             g = torch.as_tensor(np.asarray(grad, dtype=np.float64))
         except (TypeError, ValueError):
             raise ValueError(f"grad must be a 1-D array of {codebook.dim} real numbers, "
-                             f"got {grad!r}") from None
+                             f"got {shown(grad)}") from None
     if g.ndim != 1 or g.shape[0] != codebook.dim:
         raise ValueError(f"grad must be one flattened gradient of length codebook.dim = "
                          f"{codebook.dim}, got shape {tuple(g.shape)}")
@@ -88,16 +89,17 @@ def clamp_figure(grad: object, codebook: Codebook, *, window: int = 24,
     data = clamp_data(grad, codebook)
     if isinstance(window, bool) or not isinstance(window, (int, np.integer)) \
             or not 1 <= window <= d:
-        raise ValueError(f"window must be an integer in [1, {d}] (codebook.dim), got {window!r}")
+        raise ValueError(f"window must be an integer in [1, {d}] (codebook.dim), got "
+                         f"{shown(window)}")
     g, thr, enc = data["grad"], data["threshold"], data["encoded"]
     if start is None:
         start = int(np.clip(np.argmax(np.abs(g)) - window // 2, 0, d - window))
     elif isinstance(start, bool) or not isinstance(start, (int, np.integer)) \
             or not 0 <= start <= d - window:
         raise ValueError(f"start must be an integer in [0, {d - window}] (codebook.dim − "
-                         f"window), got {start!r}")
+                         f"window), got {shown(start)}")
 
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 7.2))
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(5.0, 7.6))
     order = data["order"]
     rank = np.arange(1, d + 1)
     mag, psi, out = np.abs(g)[order], thr[order], np.abs(enc)[order]
@@ -114,7 +116,7 @@ def clamp_figure(grad: object, codebook: Codebook, *, window: int = 24,
         ax1.set_ylim(max(positive.min(), positive.max() * 1e-6) / 2, positive.max() * 2)
     ax1.set_xlabel(r"rank $t$ of $|\nabla_i|$ (ascending)")
     ax1.set_ylabel("magnitude")
-    ax1.set_title(f"By rank: {100 * data['clamped_fraction']:.0f}% of coordinates clamped "
+    ax1.set_title(f"By rank: {100 * data['clamped_fraction']:.0f}% of coordinates clamped\n"
                   f"(code vector {data['index']})", fontsize=11)
     ax1.legend(fontsize=10, loc="upper left")
 
@@ -128,7 +130,7 @@ def clamp_figure(grad: object, codebook: Codebook, *, window: int = 24,
     ax2.axhline(0.0, color=COLORS["neutral"], lw=0.8)
     ax2.set_xlabel("coordinate $i$ (parameter order)")
     ax2.set_ylabel("value")
-    ax2.set_title(f"In place: coordinates {start}–{start + window - 1}, "
+    ax2.set_title(f"In place: coordinates {start}–{start + window - 1},\n"
                   f"cosine(encoded, gradient) = {data['cosine']:.2f}", fontsize=11)
     ax2.legend(fontsize=10, loc="best")
     fig.tight_layout()
