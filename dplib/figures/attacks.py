@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .._validate import check_probability
+from .._validate import check_probability, shown
 from ..plotting import COLORS
 
 __all__ = ["ATTACK_LABELS", "ATTACK_COLORS", "operating_points_figure", "shadow_count_figure"]
@@ -42,16 +42,16 @@ def _check_points(points) -> list[tuple[str, list[tuple[str, dict]]]]:
     out, attacks = [], None
     for setting, row in points.items():
         if not isinstance(row, Mapping) or not row:
-            raise ValueError(f"points[{setting!r}] must be a non-empty mapping {{attack: "
+            raise ValueError(f"points[{shown(setting)}] must be a non-empty mapping {{attack: "
                              "operating point}}")
         if attacks is None:
             attacks = list(row)
         elif list(row) != attacks:
-            raise ValueError(f"points[{setting!r}] must list the same attacks as the first "
+            raise ValueError(f"points[{shown(setting)}] must list the same attacks as the first "
                              f"setting {attacks}, got {list(row)}")
         for a, op in row.items():
             if not isinstance(op, Mapping) or any(k not in op for k in _POINT_KEYS):
-                raise ValueError(f"points[{setting!r}][{a!r}] must be a result of "
+                raise ValueError(f"points[{shown(setting)}][{shown(a)}] must be a result of "
                                  "dplib.attacks.roc.operating_point (keys "
                                  f"{list(_POINT_KEYS)})")
         out.append((str(setting), list(row.items())))
@@ -76,7 +76,7 @@ def operating_points_figure(points, *, fpr: float | None = None) -> Figure:
     attacks = [a for a, _ in rows[0][1]]
     ops = [op for _, row in rows for _, op in row]
     floor = 0.5 / max(op["members"] for op in ops)
-    fig = Figure(figsize=(6.6, 1.1 + 0.62 * len(attacks) + 0.12 * len(rows) * len(attacks)))
+    fig = Figure(figsize=(5.0, 1.4 + 0.62 * len(attacks) + 0.12 * len(rows) * len(attacks)))
     ax = fig.subplots()
     f_lo = min(op["fpr_ci"][0] for op in ops)
     f_hi = max(op["fpr_ci"][1] for op in ops)
@@ -103,10 +103,10 @@ def operating_points_figure(points, *, fpr: float | None = None) -> Figure:
     ax.set_xlabel("true-positive rate (members accused)")
     shown = max(op["fpr"] for op in ops) if fpr is None else fpr
     levels = sorted({f"{100 * op['confidence']:g}%" for op in ops})
-    ax.set_title(f"TPR at FPR ≤ {100 * shown:.2g}%, with {'/'.join(levels)} intervals\n"
-                 f"(grey: the FPR reached, {fp_text} non-members accused)", fontsize=11)
+    ax.set_title(f"TPR at FPR ≤ {100 * shown:.2g}%, {'/'.join(levels)} intervals\n"
+                 f"(grey: the FPR reached,\n{fp_text} non-members accused)", fontsize=11)
     ax.grid(axis="y", alpha=0)
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.35, -0.13), ncol=3,
+    ax.legend(loc="upper center", bbox_to_anchor=(0.3, -0.13), ncol=2,
               framealpha=0.95, columnspacing=1.0, handletextpad=0.4)
     fig.tight_layout()
     return fig
@@ -125,7 +125,7 @@ def shadow_count_figure(curve) -> Figure:
         raise ValueError(f"curve must be a ShadowCountCurve (from lira_by_shadow_count), got "
                          f"{type(curve).__name__}")
     k = np.asarray(curve.counts)
-    fig = Figure(figsize=(6.4, 6.2))
+    fig = Figure(figsize=(5.0, 6.2))
     ax_t, ax_a = fig.subplots(2, 1, sharex=True)
     for a in curve.tpr:
         col = ATTACK_COLORS.get(a, COLORS["truth"])
@@ -139,12 +139,12 @@ def shadow_count_figure(curve) -> Figure:
     ax_t.axhline(100 * curve.fpr, ls=":", color="#999999", lw=1.2, label="chance (TPR = FPR)")
     ax_t.set_ylabel(f"TPR at FPR {100 * curve.fpr:g}% (%)")
     ax_t.set_ylim(bottom=0)
-    ax_t.legend(fontsize=9, loc="upper left")
-    ax_t.set_title("LiRA with fewer shadow models (no retraining)", fontsize=12)
+    ax_t.legend(loc="upper left")
+    ax_t.set_title("LiRA with fewer shadow models (no retraining)", fontsize=11)
     ax_a.set_ylabel("AUC")
     ax_a.set_xscale("log", base=2)
     ax_a.set_xticks(k, [str(int(v)) for v in k])
     ax_a.minorticks_off()
-    ax_a.set_xlabel("shadow models per example (half IN, half OUT)")
+    ax_a.set_xlabel("shadow models per example\n(half IN, half OUT)")
     fig.tight_layout()
     return fig
