@@ -12,6 +12,13 @@ from numbers import Integral, Real
 import numpy as np
 
 
+def shown(value: object) -> str:
+    """``value`` as an error message prints it: its repr, with numpy scalars as plain numbers
+    (``2.0``, not ``np.float64(2.0)``), also inside lists, tuples and dicts."""
+    with np.printoptions(legacy="1.25"):
+        return repr(value)
+
+
 def _is_real(value: object) -> bool:
     return isinstance(value, (Real, np.floating, np.integer)) and not isinstance(value, bool)
 
@@ -26,12 +33,12 @@ def check_real(name: str, value: object, *, low: float = -math.inf, high: float 
     right = ")" if high_open else "]"
     allowed = f"{left}{low:g}, {high:g}{right}"
     if not _is_real(value):
-        raise ValueError(f"{name} must be a real number in {allowed}, got {value!r}")
+        raise ValueError(f"{name} must be a real number in {allowed}, got {shown(value)}")
     x = float(value)
     too_low = x <= low if low_open else x < low
     too_high = x >= high if high_open else x > high
     if math.isnan(x) or too_low or too_high:
-        raise ValueError(f"{name} must be in {allowed}, got {value!r}")
+        raise ValueError(f"{name} must be in {allowed}, got {shown(value)}")
     return x
 
 
@@ -54,16 +61,16 @@ def check_probability(name: str, value: object, *, low_open: bool = False,
 def check_int(name: str, value: object, *, low: int = 1) -> int:
     """An integer ≥ ``low`` (counts: n, k, number of steps)."""
     if isinstance(value, bool) or not isinstance(value, (Integral, np.integer)):
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {low}, got {shown(value)}")
     if int(value) < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {low}, got {shown(value)}")
     return int(value)
 
 
 def check_bool(name: str, value: object) -> bool:
     """A flag: ``True`` or ``False`` (numpy bools too); 0/1, strings and None are refused."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ValueError(f"{name} must be True or False, got {shown(value)}")
     return bool(value)
 
 
@@ -78,7 +85,8 @@ def check_binary_array(name: str, values: object) -> np.ndarray:
         raise ValueError(f"{name} must hold only 0 and 1 (or booleans), got dtype {arr.dtype}")
     bad = ~np.isin(arr, (0, 1))
     if bad.any():
-        raise ValueError(f"{name} must hold only 0 and 1 (or booleans), got {arr[bad].flat[0]!r}")
+        raise ValueError(f"{name} must hold only 0 and 1 (or booleans), "
+                         f"got {shown(arr[bad].flat[0])}")
     return arr.astype(np.int8)
 
 
@@ -93,7 +101,7 @@ def as_generator(rng: object) -> np.random.Generator:
     if isinstance(rng, (Integral, np.integer)) and not isinstance(rng, bool) and int(rng) >= 0:
         return np.random.default_rng(int(rng))
     raise ValueError(
-        f"rng must be a numpy Generator or a non-negative integer seed, got {rng!r}; "
+        f"rng must be a numpy Generator or a non-negative integer seed, got {shown(rng)}; "
         "use rng=np.random.default_rng(seed)")
 
 
@@ -109,13 +117,13 @@ def check_real_array(name: str, value: object, *, low: float = -math.inf, high: 
     allowed = f"{left}{low:g}, {high:g}{right}"
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be real numbers in {allowed}, got {value!r}")
+        raise ValueError(f"{name} must be real numbers in {allowed}, got {shown(value)}")
     arr = arr.astype(float)
     too_low = arr <= low if low_open else arr < low
     too_high = arr >= high if high_open else arr > high
     bad = np.isnan(arr) | too_low | too_high
     if bad.any():
-        raise ValueError(f"{name} must be in {allowed}, got {float(arr[bad].flat[0])!r}")
+        raise ValueError(f"{name} must be in {allowed}, got {shown(float(arr[bad].flat[0]))}")
     return arr
 
 
@@ -126,21 +134,21 @@ def check_finite_array(name: str, value: object) -> np.ndarray:
         value = value.detach().cpu().numpy()
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be finite real numbers, got {value!r}")
+        raise ValueError(f"{name} must be finite real numbers, got {shown(value)}")
     arr = arr.astype(float)
     if arr.size == 0:
         raise ValueError(f"{name} must be non-empty, got an empty array")
     bad = ~np.isfinite(arr)
     if bad.any():
         raise ValueError(f"{name} must be finite real numbers in (-inf, inf), "
-                         f"got {float(arr[bad].flat[0])!r}")
+                         f"got {shown(float(arr[bad].flat[0]))}")
     return arr
 
 
 def check_choice(name: str, value: object, options: tuple) -> object:
     """One of a fixed set of options (a method name, a noise family)."""
     if value not in options:
-        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {list(options)}, got {shown(value)}")
     return value
 
 
@@ -148,7 +156,8 @@ def check_step_counts(name: str, value: object) -> np.ndarray:
     """A non-negative integer or integer array (numbers of steps), as an int64 array."""
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer (or integer array) >= 0, got {value!r}")
+        raise ValueError(f"{name} must be an integer (or integer array) >= 0, "
+                         f"got {shown(value)}")
     if (arr < 0).any():
-        raise ValueError(f"{name} must be an integer >= 0, got {int(arr[arr < 0].flat[0])!r}")
+        raise ValueError(f"{name} must be an integer >= 0, got {shown(int(arr[arr < 0].flat[0]))}")
     return arr.astype(np.int64)

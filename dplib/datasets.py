@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_generator, check_bool, check_int, check_probability, check_real
+from ._validate import as_generator, check_bool, check_int, check_probability, check_real, shown
 
 __all__ = ["synthetic_survey", "synthetic_health_records", "load_digits", "load_mnist",
            "load_cifar10", "default_root", "is_online", "load_cached_result"]
@@ -56,10 +56,12 @@ def synthetic_health_records(n: int, *, n_zip: int = 20, birth_years: tuple[int,
     n = check_int("n", n)
     n_zip = check_int("n_zip", n_zip)
     if not isinstance(birth_years, (tuple, list)) or len(birth_years) != 2:
-        raise ValueError(f"birth_years must be two integers (first < last), got {birth_years!r}")
+        raise ValueError(f"birth_years must be two integers (first < last), got "
+                         f"{shown(birth_years)}")
     lo, hi = birth_years
     if not (isinstance(lo, int) and isinstance(hi, int) and lo < hi):
-        raise ValueError(f"birth_years must be two integers (first < last), got {birth_years!r}")
+        raise ValueError(f"birth_years must be two integers (first < last), got "
+                         f"{shown(birth_years)}")
     rate = check_probability("diabetes_rate", diabetes_rate)
     gen = as_generator(rng)
     days = int((hi - lo) * 365.25)
@@ -159,7 +161,7 @@ def load_cached_result(name: str) -> dict:
                          if f.name.endswith(".json")))
     if not isinstance(name, str) or name not in names:
         raise ValueError(f"name must be one of {list(names)} (the files in dplib/data), "
-                         f"got {name!r}")
+                         f"got {shown(name)}")
     return json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
 
 
@@ -199,7 +201,7 @@ def _fetch(name: str, urls: tuple[str, ...], sha256: str, folder: Path, download
     order, and a mismatch from every mirror raises ``RuntimeError`` leaving nothing behind.
     """
     if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
-        raise ValueError(f"sha256 of {name} must be 64 lowercase hex digits, got {sha256!r}")
+        raise ValueError(f"sha256 of {name} must be 64 lowercase hex digits, got {shown(sha256)}")
     path = folder / name
     if path.exists():
         data = path.read_bytes()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import check_int
+from ._validate import check_int, shown
 
 __all__ = ["quick_mode", "get_device", "as_device", "seed_everything", "setup", "Setup",
            "release_seed", "release_generator"]
@@ -63,7 +63,7 @@ def as_device(device: object = None, name: str = "device"):
     if not isinstance(device, str) or (device not in ("cuda", "mps", "cpu")
                                        and not device.startswith("cuda:")):
         raise ValueError(f"{name} must be None, a torch.device, or 'cuda', 'cuda:N', 'mps' or "
-                         f"'cpu', got {device!r}")
+                         f"'cpu', got {shown(device)}")
     return torch.device(device) if torch is not None else device
 
 
@@ -81,7 +81,7 @@ def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> 
     """
     bits = check_int("bits", bits)
     if bits > 63:
-        raise ValueError(f"bits must be an integer in [1, 63], got {bits!r}")
+        raise ValueError(f"bits must be an integer in [1, 63], got {shown(bits)}")
     if seed is None:
         return secrets.randbits(bits)
     return check_int(name, seed, low=0)
@@ -124,7 +124,7 @@ def release_generator(generator: object = None, device: object = "cpu"):
     gens = generator if isinstance(generator, (list, tuple)) else [generator]
     if not gens or not all(isinstance(g, torch.Generator) for g in gens):
         raise ValueError(f"generator must be None, a torch.Generator or a list of them, got "
-                         f"{generator!r}"[:300])
+                         f"{shown(generator)}"[:300])
     for i, g in enumerate(gens):
         default = _torch_default_seed(torch, g.device)
         if g.initial_seed() == default:
@@ -171,7 +171,7 @@ def setup(seed: int = 0, *, verbose: bool = True) -> Setup:
     from .plotting import use_book_style
 
     if not isinstance(verbose, bool):
-        raise ValueError(f"verbose must be True or False, got {verbose!r}")
+        raise ValueError(f"verbose must be True or False, got {shown(verbose)}")
     rng = seed_everything(seed)
     info = Setup(seed=seed, rng=rng, device=get_device(), quick=quick_mode())
     use_book_style()

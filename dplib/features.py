@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import check_int, check_real
+from ._validate import check_int, check_real, shown
 
 __all__ = ["PublicFeatureMap", "fit_public_feature_map", "digits_features", "synthetic_features"]
 
@@ -76,7 +76,7 @@ def fit_public_feature_map(X_public: object, *, dim: int = 16,
     x = _as_array(X_public, "X_public")
     k = check_int("dim", dim, low=1)
     if k > min(x.shape):
-        raise ValueError(f"dim must be in [1, min(n, p)] = [1, {min(x.shape)}], got {dim!r}")
+        raise ValueError(f"dim must be in [1, min(n, p)] = [1, {min(x.shape)}], got {shown(dim)}")
     b = check_real("bias", bias, low=0.0, high=1.0, low_open=False)
     mean = x.mean(axis=0)
     _, _, vt = np.linalg.svd(x - mean, full_matrices=False)

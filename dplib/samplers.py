@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_generator, check_int, check_probability
+from ._validate import as_generator, check_int, check_probability, shown
 
 __all__ = ["poisson_batches", "fixed_size_batches", "shuffled_epochs"]
 
@@ -42,7 +42,7 @@ _MAX_DECISIONS = 2 ** 62
 def _check_batch_size(batch_size: object, n: int) -> int:
     m = check_int("batch_size", batch_size, low=1)
     if m > n:
-        raise ValueError(f"batch_size must be in [1, n={n}], got {batch_size!r}")
+        raise ValueError(f"batch_size must be in [1, n={n}], got {shown(batch_size)}")
     return m
 
 
@@ -122,7 +122,7 @@ def shuffled_epochs(n: int, batch_size: int, epochs: int, rng: object, *,
     m = _check_batch_size(batch_size, n)
     ep = check_int("epochs", epochs, low=1)
     if not isinstance(drop_last, bool):
-        raise ValueError(f"drop_last must be True or False, got {drop_last!r}")
+        raise ValueError(f"drop_last must be True or False, got {shown(drop_last)}")
     gen = as_generator(rng)
     perms = gen.permuted(np.tile(np.arange(n, dtype=np.int64), (ep, 1)), axis=1)
     cuts = np.arange(m, n, m)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Number
 
-from ._validate import check_bool, check_choice
+from ._validate import check_bool, check_choice, shown
 
 __all__ = ["format_table"]
 
@@ -72,14 +72,14 @@ def format_table(rows: Sequence[Mapping], columns: Sequence | None = None, *,
     check_choice("style", style, _STYLES)
     check_bool("pad", pad)
     if rule is not None and (not isinstance(rule, str) or len(rule) != 1):
-        raise ValueError(f"rule must be one character or None, got {rule!r}")
+        raise ValueError(f"rule must be one character or None, got {shown(rule)}")
     if not isinstance(missing, str):
-        raise ValueError(f"missing must be a string, got {missing!r}")
+        raise ValueError(f"missing must be a string, got {shown(missing)}")
     if isinstance(footer, str) or not _is_sequence(footer) or \
             not all(isinstance(f, str) for f in footer):
-        raise ValueError(f"footer must be a list of strings, got {footer!r}")
+        raise ValueError(f"footer must be a list of strings, got {shown(footer)}")
     if isinstance(rows, (str, bytes, Mapping)) or not _is_sequence(rows):
-        raise ValueError(f"rows must be a list of dicts, got {rows!r}")
+        raise ValueError(f"rows must be a list of dicts, got {shown(rows)}")
     rows = list(rows)
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
@@ -87,7 +87,7 @@ def format_table(rows: Sequence[Mapping], columns: Sequence | None = None, *,
     if columns is None:
         columns = list(dict.fromkeys(k for row in rows for k in row))
     elif isinstance(columns, (str, bytes)) or not _is_sequence(columns):
-        raise ValueError(f"columns must be a list of keys, got {columns!r}")
+        raise ValueError(f"columns must be a list of keys, got {shown(columns)}")
     columns = list(columns)
     if not columns:
         raise ValueError("columns must name at least one column, got none "
@@ -96,28 +96,29 @@ def format_table(rows: Sequence[Mapping], columns: Sequence | None = None, *,
     for name, value in (("formats", formats), ("headers", headers), ("align", align),
                         ("widths", widths)):
         if value is not None and not isinstance(value, Mapping):
-            raise ValueError(f"{name} must be a dict keyed by column, got {value!r}")
+            raise ValueError(f"{name} must be a dict keyed by column, got {shown(value)}")
         given[name] = dict(value or {})
         unknown = [k for k in given[name] if k not in columns]
         if unknown:
-            raise ValueError(f"{name} names columns not in the table: {unknown!r} "
-                             f"(columns are {columns!r})")
+            raise ValueError(f"{name} names columns not in the table: {shown(unknown)} "
+                             f"(columns are {shown(columns)})")
     formats, headers, align, widths = (given[k] for k in ("formats", "headers", "align",
                                                           "widths"))
     for key, a in align.items():
         if a not in _ALIGNS:
-            raise ValueError(f"align[{key!r}] must be one of {_ALIGNS}, got {a!r}")
+            raise ValueError(f"align[{shown(key)}] must be one of {_ALIGNS}, got {shown(a)}")
     for key, w in widths.items():
         if isinstance(w, bool) or not isinstance(w, int) or w < 0:
-            raise ValueError(f"widths[{key!r}] must be an integer >= 0, got {w!r}")
+            raise ValueError(f"widths[{shown(key)}] must be an integer >= 0, got {shown(w)}")
     for key, f in formats.items():
         if not (f is None or isinstance(f, str) or callable(f)):
-            raise ValueError(f"formats[{key!r}] must be a format spec or a callable, got {f!r}")
+            raise ValueError(f"formats[{shown(key)}] must be a format spec or a callable, got "
+                             f"{shown(f)}")
     gaps = len(columns) - 1
     seps = [sep] * gaps if isinstance(sep, str) else list(sep) if _is_sequence(sep) else None
     if seps is None or len(seps) != gaps or not all(isinstance(s, str) for s in seps):
         raise ValueError(f"sep must be a string or {gaps} strings (one per gap between "
-                         f"columns), got {sep!r}")
+                         f"columns), got {shown(sep)}")
 
     head = [str(headers.get(c, c)) for c in columns]
     body = [[_cell(row[c], formats.get(c)) if c in row else missing for c in columns]

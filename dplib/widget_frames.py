@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from ._validate import shown
 
 if TYPE_CHECKING:   # dplib.widgets imports this module; it is imported back where it is used
     from .widgets import Control
@@ -139,11 +140,11 @@ def frame_grid(controls: dict[str, Control], points: int, *,
     from .widgets import Control
 
     if not controls or not all(isinstance(c, Control) for c in controls.values()):
-        raise ValueError(f"controls must be a non-empty dict of Control, got {controls!r}")
+        raise ValueError(f"controls must be a non-empty dict of Control, got {shown(controls)}")
     if not isinstance(points, int) or isinstance(points, bool) or points < 2:
-        raise ValueError(f"points must be an integer >= 2, got {points!r}")
+        raise ValueError(f"points must be an integer >= 2, got {shown(points)}")
     if not isinstance(max_product, int) or isinstance(max_product, bool) or max_product < 1:
-        raise ValueError(f"max_product must be a positive integer, got {max_product!r}")
+        raise ValueError(f"max_product must be a positive integer, got {shown(max_product)}")
     values, defaults = [], []
     for c in controls.values():
         vals = list(c.options) if c.kind == "choice" else _range_values(c, points)
@@ -161,7 +162,7 @@ def plan_grid(controls: dict[str, Control], frames: int) -> FrameGrid:
     when affordable and at most :data:`MAX_PRODUCT`.
     """
     if not isinstance(frames, int) or isinstance(frames, bool) or frames < 1:
-        raise ValueError(f"frames must be a positive integer, got {frames!r}")
+        raise ValueError(f"frames must be a positive integer, got {shown(frames)}")
     cap = min(frames, MAX_PRODUCT)
     for points in range(MAX_POINTS, MIN_POINTS, -1):
         grid = frame_grid(controls, points, max_product=cap)

@@ -39,6 +39,7 @@ import matplotlib.pyplot as plt
 from .widget_frames import (FRAME_BUDGET_S, FRAMES_ENV, LIVE_CLASS,  # noqa: F401
                             MAX_POINTS, MAX_PRODUCT, MIN_POINTS, QUICK_PRODUCT, FrameGrid,
                             frame_grid, frames_enabled, live_control_html, plan_grid)
+from ._validate import shown
 
 __all__ = ["Control", "slider", "int_slider", "log_slider", "dropdown", "FigurePanel",
            "interactive_figure", "format_value", "FrameGrid", "frame_grid", "plan_grid",
@@ -65,12 +66,13 @@ class Control:
         """Refuse a value this control could not produce."""
         if self.kind == "choice":
             if value not in self.options:
-                raise ValueError(f"{name} must be one of {list(self.options)}, got {value!r}")
+                raise ValueError(f"{name} must be one of {list(self.options)}, got {shown(value)}")
             return value
         if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
-            raise ValueError(f"{name} must be a number in [{self.min}, {self.max}], got {value!r}")
+            raise ValueError(f"{name} must be a number in [{self.min}, {self.max}], got "
+                             f"{shown(value)}")
         if not self.min <= value <= self.max:
-            raise ValueError(f"{name} must be in [{self.min}, {self.max}], got {value!r}")
+            raise ValueError(f"{name} must be in [{self.min}, {self.max}], got {shown(value)}")
         return self.cast(value)
 
     def cast(self, value: Any) -> Any:
@@ -83,7 +85,7 @@ def _finite(name: str, value: Any, *, integer: bool = False) -> float:
     ok = isinstance(value, Integral) if integer else isinstance(value, Real)
     if not ok or isinstance(value, bool) or not math.isfinite(value):
         kind = "an integer" if integer else "a finite number"
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
+        raise ValueError(f"{name} must be {kind}, got {shown(value)}")
     return value
 
 
@@ -93,16 +95,16 @@ def _range(kind: str, lo: float, hi: float, value: float, label: str | None, ste
     for name, v in (("min", lo), ("max", hi), ("value", value)):
         _finite(name, v, integer=whole)
     if step is not None and (_finite("step", step, integer=whole) <= 0):
-        raise ValueError(f"step must be > 0, got {step!r}")
+        raise ValueError(f"step must be > 0, got {shown(step)}")
     if not isinstance(integer, bool):
-        raise ValueError(f"integer must be True or False, got {integer!r}")
+        raise ValueError(f"integer must be True or False, got {shown(integer)}")
     if label is not None and not isinstance(label, str):
-        raise ValueError(f"label must be a string or None, got {label!r}")
+        raise ValueError(f"label must be a string or None, got {shown(label)}")
     if not lo < hi or not lo <= value <= hi:
-        raise ValueError(f"slider needs min < max and min <= value <= max, got min={lo!r}, "
-                         f"max={hi!r}, value={value!r}")
+        raise ValueError(f"slider needs min < max and min <= value <= max, got min={shown(lo)}, "
+                         f"max={shown(hi)}, value={shown(value)}")
     if kind == "log" and lo <= 0:
-        raise ValueError(f"a log slider needs min > 0, got min={lo!r}")
+        raise ValueError(f"a log slider needs min > 0, got min={shown(lo)}")
     return Control(kind=kind, value=value, min=lo, max=hi, step=step, label=label,
                    integer=integer)
 
@@ -134,9 +136,9 @@ def log_slider(min: float, max: float, value: float, *, integer: bool = False,
 def dropdown(options: list, value: Any, *, label: str | None = None) -> Control:
     """A choice among ``options`` (a non-empty list or tuple)."""
     if not isinstance(options, (list, tuple)) or len(options) == 0:
-        raise ValueError(f"options must be a non-empty list or tuple, got {options!r}")
+        raise ValueError(f"options must be a non-empty list or tuple, got {shown(options)}")
     if value not in options:
-        raise ValueError(f"dropdown value must be one of {list(options)}, got {value!r}")
+        raise ValueError(f"dropdown value must be one of {list(options)}, got {shown(value)}")
     return Control(kind="choice", value=value, options=tuple(options), label=label)
 
 
@@ -320,15 +322,16 @@ def interactive_figure(plot: Callable[..., plt.Figure], *, caption: str | None =
                        show: bool = True, **controls: Control) -> FigurePanel:
     """Build a :class:`FigurePanel` from ``plot`` and keyword controls, display it, return it."""
     if not callable(plot):
-        raise ValueError(f"plot must be a function returning a matplotlib Figure, got {plot!r}")
+        raise ValueError(f"plot must be a function returning a matplotlib Figure, got "
+                         f"{shown(plot)}")
     if caption is not None and not isinstance(caption, str):
-        raise ValueError(f"caption must be a string or None, got {caption!r}")
+        raise ValueError(f"caption must be a string or None, got {shown(caption)}")
     if not isinstance(show, bool):
-        raise ValueError(f"show must be True or False, got {show!r}")
+        raise ValueError(f"show must be True or False, got {shown(show)}")
     bad = [k for k, c in controls.items() if not isinstance(c, Control)]
     if bad:
         raise ValueError(f"controls must be made with slider/int_slider/log_slider/dropdown; "
-                         f"{bad[0]}={controls[bad[0]]!r} is not")
+                         f"{bad[0]}={shown(controls[bad[0]])} is not")
     panel = FigurePanel(plot, controls, caption)
     if show:
         panel.show()

@@ -17,7 +17,7 @@ import copy
 
 import numpy as np
 
-from .._validate import check_choice, check_int, check_probability, check_real
+from .._validate import check_choice, check_int, check_probability, check_real, shown
 from .events import (NOISE_MULTIPLIER_RANGE, DpEvent, SelfComposedEvent, Step,
                      check_noise_multiplier, dpsgd_event, flatten)
 
@@ -60,16 +60,16 @@ def check_orders(orders: object, *, high: float = np.inf) -> np.ndarray:
                else np.asarray(np.nan))
     except (TypeError, ValueError):
         raise ValueError(f"orders must be a scalar or non-empty 1-D array of reals in {allowed}, "
-                         f"got {orders!r}") from None
+                         f"got {shown(orders)}") from None
     if arr.ndim > 1 or arr.size == 0:
         raise ValueError(f"orders must be a scalar or non-empty 1-D array of reals in {allowed}, "
-                         f"got {orders!r}")
+                         f"got {shown(orders)}")
     arr = np.atleast_1d(arr)
     bad = ~np.isfinite(arr) | (arr <= 1) | (arr > high)
     if bad.any():
         why = (" (the subsampled-Gaussian RDP sums one term per integer up to the order; see "
                "dplib.accounting._base.MAX_ORDER)" if high == MAX_ORDER else "")
-        raise ValueError(f"orders must be in {allowed}, got {float(arr[bad][0])!r}{why}")
+        raise ValueError(f"orders must be in {allowed}, got {shown(float(arr[bad][0]))}{why}")
     return arr
 
 
@@ -184,7 +184,7 @@ class Accountant(abc.ABC):
 
     def _refuse(self, leaf: Step, why: str) -> None:
         what = leaf.curve if leaf.curve is not None else leaf
-        raise ValueError(f"{type(self).__name__}(neighboring={self.neighboring!r}) cannot "
+        raise ValueError(f"{type(self).__name__}(neighboring={shown(self.neighboring)}) cannot "
                          f"account {what}: {why}")
 
     def _add(self, leaf: Step) -> None:  # subclasses fold a new leaf into their state here

@@ -19,7 +19,7 @@ from typing import Callable
 
 from scipy.optimize import brentq
 
-from .._validate import check_int, check_positive, check_probability, check_real
+from .._validate import check_int, check_positive, check_probability, check_real, shown
 from ._base import Accountant, check_delta
 from .events import DpEvent, dpsgd_event
 from .pld import PLDAccountant
@@ -60,11 +60,12 @@ def safe_log_root(excess: Callable[[float], float], lo: float, hi: float, *, rto
     when even the floor meets the target; raises ``ValueError(too_large)`` when the ceiling
     does not."""
     if not callable(excess):
-        raise ValueError(f"excess must be a function of the scale, got {excess!r}")
+        raise ValueError(f"excess must be a function of the scale, got {shown(excess)}")
     rtol = check_real("rtol", rtol, low=0.0, high=1.0)
     lo, hi = check_positive("lo", lo), check_positive("hi", hi)
     if math.isinf(lo) or math.isinf(hi) or lo > hi:
-        raise ValueError(f"lo and hi must be finite with 0 < lo <= hi, got lo={lo!r}, hi={hi!r}")
+        raise ValueError(f"lo and hi must be finite with 0 < lo <= hi, got lo={shown(lo)}, "
+                         f"hi={shown(hi)}")
     floor = check_real("floor", floor, low=0.0, high=lo, low_open=False, high_open=False)
     ceiling = check_real("ceiling", ceiling, low=hi, high=math.inf, low_open=False,
                          high_open=False)
@@ -198,7 +199,7 @@ def _factory(accountant: object, options: dict) -> Callable[[], Accountant]:
     if callable(accountant):
         return (lambda: accountant(**options)) if options else accountant
     raise ValueError(f"accountant must be a registered name or a factory of accountants, "
-                     f"got {accountant!r}")
+                     f"got {shown(accountant)}")
 
 
 def _too_large(eps_t: float, d: float, ceiling: float, name: str) -> str:
@@ -226,7 +227,8 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     12.79
     """
     if not callable(event_of):
-        raise ValueError(f"event_of must be a function from a scale to a DpEvent, got {event_of!r}")
+        raise ValueError(f"event_of must be a function from a scale to a DpEvent, got "
+                         f"{shown(event_of)}")
     eps_t = check_positive("target_epsilon", target_epsilon)
     d = check_delta(delta)
     tol = check_probability("rtol", rtol, low_open=True, high_open=True)
@@ -299,7 +301,7 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num
     steps = check_int("num_steps", num_steps)
     cls = accountant_class(accountant) if isinstance(accountant, str) else None
     if cls is None:
-        raise ValueError(f"accountant must be a registered name, got {accountant!r}")
+        raise ValueError(f"accountant must be a registered name, got {shown(accountant)}")
     h = check_positive("value_discretization_interval", value_discretization_interval)
     options: dict = {"neighboring": neighboring}
     if "value_discretization_interval" in inspect.signature(cls).parameters:

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validate import check_choice, check_int, check_probability, check_real
+from .._validate import check_choice, check_int, check_probability, check_real, shown
 
 __all__ = ["basic_composition", "advanced_composition", "group_privacy",
            "optimal_composition_delta",
@@ -33,10 +33,11 @@ def _nonneg_array(name: str, value: object) -> np.ndarray:
     except (TypeError, ValueError):
         arr = None
     if arr is None or arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a number or a non-empty 1-D array in [0, inf), got {value!r}")
+        raise ValueError(f"{name} must be a number or a non-empty 1-D array in [0, inf), got "
+                         f"{shown(value)}")
     bad = ~np.isfinite(arr) | (arr < 0)
     if bad.any():
-        raise ValueError(f"{name} must be in [0, inf), got {arr[bad][0]!r}")
+        raise ValueError(f"{name} must be in [0, inf), got {shown(arr[bad][0])}")
     return arr
 
 
@@ -50,7 +51,7 @@ def basic_composition(epsilons: object, deltas: object = 0.0, k: int = 1) -> tup
     eps = _nonneg_array("epsilons", epsilons)
     dlt = _nonneg_array("deltas", deltas)
     if np.any(dlt >= 1):
-        raise ValueError(f"deltas must be in [0, 1), got {dlt[dlt >= 1][0]!r}")
+        raise ValueError(f"deltas must be in [0, 1), got {shown(dlt[dlt >= 1][0])}")
     k = check_int("k", k)
     try:
         eps, dlt = np.broadcast_arrays(eps, dlt)
@@ -153,7 +154,7 @@ def optimal_composition_epsilon(epsilon: float, delta: float, k: int, target_del
     floor = -math.expm1(k * math.log1p(-dlt))
     if target <= floor:
         raise ValueError(f"target_delta must be in ({floor:g}, 1) = (1 − (1−δ)^k, 1) for δ={dlt:g}, "
-                         f"k={k}, got {target_delta!r}")
+                         f"k={k}, got {shown(target_delta)}")
     if optimal_composition_delta(eps, dlt, k, 0.0) <= target:
         return 0.0
     # δ(ε_t) is piecewise of the form a − b·e^{ε_t} between consecutive loss values (k − 2ℓ)ε:

@@ -38,7 +38,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .._validate import check_int, check_probability, check_real
+from .._validate import check_int, check_probability, check_real, shown
 
 __all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "SampledEvent", "PoissonSampledEvent",
            "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent",
@@ -64,7 +64,7 @@ class DpEvent:
 def _check_event(name: str, value: object) -> "DpEvent":
     if not isinstance(value, DpEvent):
         raise ValueError(f"{name} must be a DpEvent (e.g. GaussianEvent(noise_multiplier=1.0)), "
-                         f"got {value!r}")
+                         f"got {shown(value)}")
     return value
 
 
@@ -138,7 +138,8 @@ class ComposedEvent(DpEvent):
     def __post_init__(self) -> None:
         events = tuple(self.events) if isinstance(self.events, (list, tuple)) else None
         if not events:
-            raise ValueError(f"events must be a non-empty list of DpEvents, got {self.events!r}")
+            raise ValueError(f"events must be a non-empty list of DpEvents, got "
+                             f"{shown(self.events)}")
         for i, e in enumerate(events):
             _check_event(f"events[{i}]", e)
         object.__setattr__(self, "events", events)
@@ -215,5 +216,5 @@ def dpsgd_event(noise_multiplier: float, sample_rate: float, num_steps: int, *,
         one = SampledWithoutReplacementEvent(sample_rate, gauss)
     else:
         raise ValueError(f"sampling must be one of ['poisson', 'without_replacement'], "
-                         f"got {sampling!r}")
+                         f"got {shown(sampling)}")
     return SelfComposedEvent(one, num_steps)

@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from .._validate import check_positive
+from .._validate import check_positive, shown
 from ..mechanisms.gaussian import gaussian_log_delta
 from ._base import Accountant, check_delta, check_epsilon
 from .events import GaussianEvent
@@ -150,12 +150,12 @@ class PLDAccountant(Accountant):
         if sampling == "without_replacement" and neighboring != "replace_one":
             raise ValueError("(sampling, neighboring): sampling='without_replacement' is analysed "
                              "under neighboring='replace_one' (n is public), got "
-                             f"({sampling!r}, {neighboring!r})")
+                             f"({shown(sampling)}, {shown(neighboring)})")
         self._directions = ("remove", "add") if neighboring == "add_remove" else ("replace",)
         self._cache: dict[tuple[str, float, float],
                           tuple[DiscretePLD, float, float, float] | None] = {}
         if not isinstance(rdp_fallback, bool):
-            raise ValueError(f"rdp_fallback must be True or False, got {rdp_fallback!r}")
+            raise ValueError(f"rdp_fallback must be True or False, got {shown(rdp_fallback)}")
         self.rdp_fallback = rdp_fallback
         self.used_interval: dict[str, float] = {}
         #: Which bound gave the last answer: "gaussian", "pld" or "rdp" (None before a query).

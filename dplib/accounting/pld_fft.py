@@ -17,7 +17,7 @@ import math
 import numpy as np
 from scipy import fft as sfft
 
-from .._validate import check_probability
+from .._validate import check_probability, shown
 from .pld_grid import DiscretePLD
 
 __all__ = ["compose", "composition_window", "delta_curve", "MAX_GRID_SIZE", "WINDOW_TAIL"]
@@ -203,12 +203,12 @@ def compose(plds: list[DiscretePLD], counts: list[int], *, tail_mass: float = WI
     """
     if not isinstance(plds, (list, tuple)) or not plds or not all(
             isinstance(p, DiscretePLD) for p in plds):
-        raise ValueError(f"plds must be a non-empty list of DiscretePLD, got {plds!r}")
+        raise ValueError(f"plds must be a non-empty list of DiscretePLD, got {shown(plds)}")
     if (not isinstance(counts, (list, tuple)) or len(counts) != len(plds)
             or any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1
                    for c in counts)):
         raise ValueError(f"counts must be a list of integers >= 1, one per PLD "
-                         f"({len(plds)}), got {counts!r}")
+                         f"({len(plds)}), got {shown(counts)}")
     if len({p.h for p in plds}) != 1:
         raise ValueError("plds must share one value_discretization_interval h")
     check_probability("tail_mass", tail_mass, low_open=True, high_open=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .._validate import check_positive, check_probability
+from .._validate import check_positive, check_probability, shown
 from ._base import check_noise_multiplier
 
 __all__ = ["DiscretePLD", "subsampled_gaussian_pld", "loss_scale", "loss_range"]
@@ -176,7 +176,7 @@ def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
     h = check_positive("value_discretization_interval", value_discretization_interval)
     tail = check_probability("tail_mass", tail_mass, low_open=True, high_open=True)
     if direction not in ("remove", "add", "replace"):
-        raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {direction!r}")
+        raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {shown(direction)}")
     bottom, top = loss_range(sigma, q, direction, tail)
     i0, i1 = math.floor(bottom / h), math.ceil(top / h)
     if i1 - i0 > 50_000_000:
@@ -236,7 +236,7 @@ def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> f
     s = check_noise_multiplier(noise_multiplier)
     q = check_probability("sample_rate", sample_rate, low_open=True)
     if direction not in ("remove", "add", "replace"):
-        raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {direction!r}")
+        raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {shown(direction)}")
     z, w = _hermite_nodes()
 
     def loss(x: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
-from .._validate import check_choice, check_probability
+from .._validate import check_choice, check_probability, shown
 from ._base import (MAX_ORDER, Accountant, by_order_blocks, check_delta, check_epsilon,
                     check_noise_multiplier, check_orders)
 from .events import LaplaceEvent
@@ -253,7 +253,7 @@ def _conversion_terms(alpha: np.ndarray, method: str) -> np.ndarray:
         return np.log1p(-1.0 / alpha) - np.log(alpha) / (alpha - 1.0)
     if method == "classic":
         return np.zeros_like(alpha)
-    raise ValueError(f"method must be 'improved' or 'classic', got {method!r}")
+    raise ValueError(f"method must be 'improved' or 'classic', got {shown(method)}")
 
 
 def _check_curve(orders: object, rdp: object) -> tuple[np.ndarray, np.ndarray]:
@@ -262,12 +262,13 @@ def _check_curve(orders: object, rdp: object) -> tuple[np.ndarray, np.ndarray]:
     try:
         r = np.atleast_1d(np.asarray(rdp, dtype=float))
     except (TypeError, ValueError):
-        raise ValueError(f"rdp must be real numbers in [0, inf], one per order, got {rdp!r}") \
+        raise ValueError(f"rdp must be real numbers in [0, inf], one per order, got "
+                         f"{shown(rdp)}") \
             from None
     if r.shape != alpha.shape:
         raise ValueError(f"rdp must have one value per order ({alpha.size}), got shape {r.shape}")
     if np.isnan(r).any() or (r < 0).any():
-        raise ValueError(f"rdp must be in [0, inf], got {r[np.isnan(r) | (r < 0)][0]!r}")
+        raise ValueError(f"rdp must be in [0, inf], got {shown(r[np.isnan(r) | (r < 0)][0])}")
     return alpha, r
 
 
@@ -369,10 +370,11 @@ class RDPAccountant(Accountant):
         if sampling == "without_replacement" and neighboring != "replace_one":
             raise ValueError("(sampling, neighboring): sampling='without_replacement' is analysed "
                              "under neighboring='replace_one' (n is public), got "
-                             f"({sampling!r}, {neighboring!r})")
+                             f"({shown(sampling)}, {shown(neighboring)})")
         self.orders = check_orders(DEFAULT_ORDERS if orders is None else orders, high=MAX_ORDER)
         if conversion not in ("improved", "classic"):
-            raise ValueError(f"conversion must be 'improved' or 'classic', got {conversion!r}")
+            raise ValueError(f"conversion must be 'improved' or 'classic', got "
+                             f"{shown(conversion)}")
         self.conversion = conversion
         self._rdp = np.zeros_like(self.orders)
 

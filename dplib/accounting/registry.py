@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ._base import Accountant
+from .._validate import shown
 
 __all__ = ["register_accountant", "accountant_names", "accountant_class", "make_accountant"]
 
@@ -19,13 +20,15 @@ _ACCOUNTANTS: dict[str, type[Accountant]] = {}
 def register_accountant(name: str) -> Callable[[type[Accountant]], type[Accountant]]:
     """Class decorator: make ``cls`` available as ``make_accountant(name)``."""
     if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"name must be an identifier string, got {name!r}")
+        raise ValueError(f"name must be an identifier string, got {shown(name)}")
 
     def add(cls: type[Accountant]) -> type[Accountant]:
         if not (isinstance(cls, type) and issubclass(cls, Accountant)):
-            raise ValueError(f"cls must be a subclass of dplib.accounting.Accountant, got {cls!r}")
+            raise ValueError(f"cls must be a subclass of dplib.accounting.Accountant, got "
+                             f"{shown(cls)}")
         if _ACCOUNTANTS.get(name, cls) is not cls:
-            raise ValueError(f"name {name!r} is already registered to {_ACCOUNTANTS[name].__name__}")
+            raise ValueError(f"name {shown(name)} is already registered to "
+                             f"{_ACCOUNTANTS[name].__name__}")
         _ACCOUNTANTS[name] = cls
         return cls
     return add
@@ -39,7 +42,7 @@ def accountant_names() -> tuple[str, ...]:
 def accountant_class(name: str) -> type[Accountant]:
     """The class registered as ``name``; ``ValueError`` naming the choices otherwise."""
     if name not in _ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {list(_ACCOUNTANTS)}, got {name!r}")
+        raise ValueError(f"accountant must be one of {list(_ACCOUNTANTS)}, got {shown(name)}")
     return _ACCOUNTANTS[name]
 
 

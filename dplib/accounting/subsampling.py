@@ -40,7 +40,7 @@ import mpmath
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validate import check_int, check_positive, check_probability, check_real_array
+from .._validate import check_int, check_positive, check_probability, check_real_array, shown
 from ._base import MAX_ORDER, by_order_blocks, check_noise_multiplier, check_orders
 
 __all__ = ["amplified_epsilon", "amplified_delta", "amplify", "amplified_epsilon_bound",
@@ -228,8 +228,9 @@ def amplified_advanced_composition(noise_multiplier: float, sample_rate: float, 
     if t <= d / (2 * q):     # int vs float compares exactly, with no overflow for huge T
         raise ValueError(
             f"delta must be < 2·num_steps·sample_rate = {2 * q * t:g} for this recipe (each step "
-            f"gets δ0 = delta/(2·num_steps·sample_rate), which must be < 1), got delta={delta!r} "
-            f"with sample_rate={sample_rate!r}, num_steps={num_steps!r}")
+            f"gets δ0 = delta/(2·num_steps·sample_rate), which must be < 1), got "
+            f"delta={shown(delta)} "
+            f"with sample_rate={shown(sample_rate)}, num_steps={shown(num_steps)}")
     d0 = d / (2 * t * q)
     e0 = float(gaussian_epsilon(sigma, d0, sens))
     e1 = float(amplified_epsilon(e0, q))

@@ -26,6 +26,7 @@ from .scores import (confidence_scores, logit_scaled_confidence, loss_scores,  #
 from .roc import (attack_summary, dp_tpr_bound, plot_roc, roc_auc, roc_curve,  # noqa: E402
                   tpr_at_fpr)
 from .lira import GaussianFits, fit_gaussians, lira_offline, lira_online  # noqa: E402
+from .._validate import shown
 
 _LAZY = {"membership_masks": "shadow", "BatchedModels": "..training.batched",
          "train_models_batched": "..training.batched",
@@ -45,7 +46,7 @@ def __getattr__(name):          # PEP 562: import the torch-based modules only w
         mod = _LAZY[name]
         return getattr(importlib.import_module(mod if mod.startswith(".") else f".{mod}",
                                                __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {shown(__name__)} has no attribute {shown(name)}")
 
 
 __all__ += ["loss_scores", "confidence_scores", "logit_scaled_confidence", "score_examples",

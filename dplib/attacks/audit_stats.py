@@ -68,7 +68,7 @@ from numbers import Integral
 import numpy as np
 from scipy import special
 
-from .._validate import check_choice, check_probability, check_real
+from .._validate import check_choice, check_probability, check_real, shown
 
 __all__ = ["clopper_pearson", "epsilon_lower_bound", "epsilon_lower_bound_from_counts",
            "audit_from_samples", "AuditResult", "max_certifiable_epsilon"]
@@ -87,14 +87,14 @@ def _int_array(name: str, value: object, *, low: int) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise ValueError(f"{name} must be an integer (or array of integers) >= {low}, "
-                         f"got {value!r}")
+                         f"got {shown(value)}")
     if arr.size == 0:
         raise ValueError(f"{name} must be non-empty, got an empty array")
     if np.issubdtype(arr.dtype, np.floating):
         bad = ~np.isfinite(arr) | (arr != np.round(arr))
         if bad.any():
             raise ValueError(f"{name} must hold whole numbers >= {low}, "
-                             f"got {float(arr[bad].flat[0])!r}")
+                             f"got {shown(float(arr[bad].flat[0]))}")
     arr = arr.astype(np.int64)
     if (arr < low).any():
         raise ValueError(f"{name} must be >= {low}, got {int(arr[arr < low].flat[0])}")
@@ -207,7 +207,7 @@ def epsilon_lower_bound_from_counts(k_pos: object, n_pos: object, k_neg: object,
 def _check_trials(n: object) -> tuple[int, int]:
     if isinstance(n, (tuple, list)):
         if len(n) != 2:
-            raise ValueError(f"n must be an integer or a pair (n_pos, n_neg), got {n!r}")
+            raise ValueError(f"n must be an integer or a pair (n_pos, n_neg), got {shown(n)}")
         pair = n
     else:
         pair = (n, n)
@@ -215,7 +215,7 @@ def _check_trials(n: object) -> tuple[int, int]:
     for name, v in zip(("n_pos", "n_neg"), pair):
         if isinstance(v, bool) or not isinstance(v, (Integral, np.integer)) or int(v) < 1:
             raise ValueError(f"n must be a positive integer or a pair of them ({name}), "
-                             f"got {v!r}")
+                             f"got {shown(v)}")
         out.append(int(v))
     return out[0], out[1]
 
@@ -223,18 +223,18 @@ def _check_trials(n: object) -> tuple[int, int]:
 def _rate_to_count(name: str, rate: object, n: int) -> np.ndarray:
     arr = np.asarray(rate)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be a rate in [0, 1], got {rate!r}")
+        raise ValueError(f"{name} must be a rate in [0, 1], got {shown(rate)}")
     if arr.size == 0:
         raise ValueError(f"{name} must be non-empty, got an empty array")
     arr = arr.astype(float)
     bad = np.isnan(arr) | (arr < 0) | (arr > 1)
     if bad.any():
-        raise ValueError(f"{name} must be in [0, 1], got {float(arr[bad].flat[0])!r}")
+        raise ValueError(f"{name} must be in [0, 1], got {shown(float(arr[bad].flat[0]))}")
     k = np.round(arr * n)
     off = np.abs(arr * n - k) > 1e-6 * max(1.0, n) ** 0.5
     if off.any():
         raise ValueError(f"{name} * n must be a whole number of runs (a rate measured on n "
-                         f"runs), got {name}={float(arr[off].flat[0])!r} with n={n}")
+                         f"runs), got {name}={shown(float(arr[off].flat[0]))} with n={n}")
     return k.astype(np.int64)
 
 
@@ -359,7 +359,7 @@ def audit_from_samples(samples_d: object, samples_d_prime: object, *, delta: flo
     sel_conf = check_real("selection_confidence", selection_confidence, low=0.0, high=1.0)
     if isinstance(max_thresholds, bool) or not isinstance(max_thresholds, (Integral, np.integer)) \
             or int(max_thresholds) < 2:
-        raise ValueError(f"max_thresholds must be an integer >= 2, got {max_thresholds!r}")
+        raise ValueError(f"max_thresholds must be an integer >= 2, got {shown(max_thresholds)}")
     sa, sb = int(round(frac * a.size)), int(round(frac * b.size))
     if not (1 <= sa < a.size and 1 <= sb < b.size):
         raise ValueError(f"selection_fraction={frac} leaves an empty selection or evaluation "

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_probability, check_real
+from .._validate import check_probability, check_real, shown
 from .audit_stats import AuditResult, audit_from_samples
 
 __all__ = ["canary_loss", "dpsgd_canary_runs", "dpsgd_canary_train_runs", "dpsgd_canary_audit",
@@ -120,7 +120,7 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
     lr = check_real("lr", lr, low=0.0)
     m = check_real("canary_scale", canary_scale, low=0.0)
     if not isinstance(with_canary, bool):
-        raise ValueError(f"with_canary must be True or False, got {with_canary!r}")
+        raise ValueError(f"with_canary must be True or False, got {shown(with_canary)}")
     dev = as_device(device)
 
     Xz, yy, xc, yc = _canary_data(X, y, m)

@@ -46,7 +46,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .._validate import as_generator, check_int, check_positive, check_probability
+from .._validate import as_generator, check_int, check_positive, check_probability, shown
 from .lira import lira_offline, lira_online
 from .roc import attack_summary, check_membership_labels, check_scores
 from .scores import score_examples
@@ -240,14 +240,16 @@ def lira_by_shadow_count(pop: Population, counts, *,
     lira = [a for a in ATTACKS if a.startswith("lira")]
     if isinstance(attacks, str) or not attacks or any(a not in lira for a in attacks):
         raise ValueError(f"attacks must be a non-empty list of LiRA variants among {lira}, "
-                         f"got {attacks!r}")
+                         f"got {shown(attacks)}")
     target_fpr = check_probability("fpr", fpr, low_open=True, high_open=True)
     try:
         ks = sorted({check_int("counts", k, low=4) for k in counts})
     except TypeError:
-        raise ValueError(f"counts must be a list of even integers >= 4, got {counts!r}") from None
+        raise ValueError(f"counts must be a list of even integers >= 4, got "
+                         f"{shown(counts)}") from None
     if not ks or any(k % 2 for k in ks):
-        raise ValueError(f"counts must be a non-empty list of even integers >= 4, got {counts!r}")
+        raise ValueError(f"counts must be a non-empty list of even integers >= 4, got "
+                         f"{shown(counts)}")
     T = pop.n_targets
     sh_in = np.asarray(pop.masks[T:], dtype=bool)
     fewest = int(min(sh_in.sum(0).min(), (~sh_in).sum(0).min()))

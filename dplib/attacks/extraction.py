@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, check_real
+from .._validate import as_generator, check_int, check_positive, check_real, shown
 
 __all__ = ["ExtractionResult", "extract_logistic_regression", "prediction_api",
            "InversionResult", "invert_model"]
@@ -160,7 +160,7 @@ def invert_model(model, labels, input_shape: tuple[int, ...], *, steps: int = 50
     if bounds is not None:
         lo, hi = (check_real("bounds", float(v)) for v in bounds)
         if not lo < hi:
-            raise ValueError(f"bounds must be (low, high) with low < high, got {bounds!r}")
+            raise ValueError(f"bounds must be (low, high) with low < high, got {shown(bounds)}")
     dev = as_device(device)
     lab = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=dev).reshape(-1)
     shape = tuple(check_int("input_shape", s) for s in input_shape)

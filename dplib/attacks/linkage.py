@@ -9,6 +9,7 @@ exactly one row of a release.
 from __future__ import annotations
 
 import numpy as np
+from .._validate import shown
 
 __all__ = ["combined_key", "uniqueness_rate", "link_records"]
 
@@ -17,7 +18,7 @@ def _check_columns(name: str, columns: object) -> None:
     """A non-empty list (or tuple) of columns; a bare string or array is not a list of columns."""
     if not isinstance(columns, (list, tuple)):
         raise ValueError(f"{name} must be a list of columns (arrays), got "
-                         f"{type(columns).__name__} {columns!r}"[:300])
+                         f"{type(columns).__name__} {shown(columns)}"[:300])
     if not columns:
         raise ValueError(f"{name} must hold at least one column, got an empty list")
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+from .._validate import shown
 
 __all__ = ["GaussianFits", "fit_gaussians", "lira_online", "lira_offline"]
 
@@ -130,7 +131,7 @@ def fit_gaussians(shadow_scores, shadow_in, *, fixed_variance: bool = False,
     shadow models instead of returning NaN scores.
     """
     if not isinstance(fixed_variance, bool):
-        raise ValueError(f"fixed_variance must be True or False, got {fixed_variance!r}")
+        raise ValueError(f"fixed_variance must be True or False, got {shown(fixed_variance)}")
     s, m = _shadow_inputs(shadow_scores, shadow_in)
     mu_in, sd_in, n_in = _side(s, m, fixed_variance, "IN", need_in)
     mu_out, sd_out, n_out = _side(s, ~m, fixed_variance, "OUT", True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_probability, check_real, check_real_array
+from .._validate import check_probability, check_real, check_real_array, shown
 from .audit_stats import clopper_pearson
 
 __all__ = ["roc_curve", "roc_auc", "tpr_at_fpr", "operating_point", "attack_summary", "plot_roc",
@@ -176,11 +176,11 @@ def dp_tpr_bound(fpr, epsilon: float, delta: float = 0.0) -> np.ndarray | float:
     """
     f = np.asarray(fpr, dtype=float)
     if np.isnan(f).any() or (f < 0).any() or (f > 1).any():
-        raise ValueError(f"fpr must be in [0, 1], got {fpr!r}")
+        raise ValueError(f"fpr must be in [0, 1], got {shown(fpr)}")
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating,
                                                              np.integer)) or \
             np.isnan(epsilon) or epsilon < 0:
-        raise ValueError(f"epsilon must be in [0, inf], got {epsilon!r}")
+        raise ValueError(f"epsilon must be in [0, inf], got {shown(epsilon)}")
     d = check_probability("delta", delta, high_open=True)
     if np.isinf(epsilon):
         out = np.ones_like(f)

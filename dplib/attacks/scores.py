@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import logsumexp
+from .._validate import shown
 
 __all__ = ["loss_scores", "confidence_scores", "logit_scaled_confidence", "score_examples",
            "SCORES"]
@@ -59,7 +60,7 @@ def _logits_and_labels(logits, labels) -> tuple[np.ndarray, np.ndarray]:
     if y.size and (y.min() < 0 or y.max() >= num_classes):
         bad = y[(y < 0) | (y >= num_classes)].flat[0]
         raise ValueError(f"labels must be in [0, {num_classes - 1}] (C = {num_classes} "
-                         f"classes), got {bad!r}")
+                         f"classes), got {shown(bad)}")
     try:
         y = np.broadcast_to(y, z.shape[:-1])
     except ValueError:
@@ -111,6 +112,6 @@ def score_examples(logits, labels, kind: str = "logit") -> np.ndarray:
     logit-scaled confidence, the default, which LiRA uses).
     """
     if kind not in SCORES:
-        raise ValueError(f"kind must be one of {list(SCORES)}, got {kind!r}")
+        raise ValueError(f"kind must be one of {list(SCORES)}, got {shown(kind)}")
     fn, sign = SCORES[kind]
     return sign * fn(logits, labels)

@@ -48,7 +48,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validate import check_choice, check_int, check_positive, check_probability
+from .._validate import check_choice, check_int, check_positive, check_probability, shown
 from ..accounting import RDPAccountant, RDPCurveEvent, SelfComposedEvent, calibrate
 from .moments import (check_noise, check_orders_int, check_monotone, gaussian_log_moments,
                       laplace_log_moments, log_moments, moment_table)
@@ -71,7 +71,8 @@ def _as_codes(codebook: object, name: str = "codebook") -> np.ndarray:
     try:
         arr = np.asarray(vec, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of real numbers, got {codebook!r}") from None
+        raise ValueError(f"{name} must be an array of real numbers, got "
+                         f"{shown(codebook)}") from None
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.size == 0:
@@ -116,7 +117,8 @@ def code_log_moments(codebook: object, noise: NoiseDistribution, orders: object,
         elif isinstance(noise, LaplaceNoise):
             h = laplace_log_moments(uniq, k_all, noise.scale)
         else:
-            raise ValueError(f"method='closed_form' needs Gaussian or Laplace noise, got {noise!r}")
+            raise ValueError(f"method='closed_form' needs Gaussian or Laplace noise, got "
+                             f"{shown(noise)}")
     else:
         # the clamp of Algorithm 2 is covered only if h_k is non-decreasing in |τ| (Lemma 5 note)
         check_monotone(noise, int(k_all[-1]), max(float(uniq.max()) / noise.scale, 1e-3))
@@ -219,7 +221,7 @@ class EncodedStepEvent(RDPCurveEvent):
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
         if neighboring != "add_remove":
             raise ValueError(f"neighboring must be 'add_remove' for the gradient encoding "
-                             f"(Nasr et al. 2020, Lemma 4), got {neighboring!r}")
+                             f"(Nasr et al. 2020, Lemma 4), got {shown(neighboring)}")
         whole = np.ceil(np.asarray(orders, dtype=float))
         key = (self.noise.key, self.noise.scale, self.sample_rate, self.method,
                tuple(np.unique(whole).tolist()))

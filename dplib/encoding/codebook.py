@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, check_real
+from .._validate import as_generator, check_int, check_positive, check_real, shown
 
 __all__ = ["Codebook", "build_codebook", "clamp_thresholds", "encode", "gradient_values"]
 
@@ -54,7 +54,7 @@ class Codebook:
                 v = torch.as_tensor(np.asarray(v, dtype=np.float32))
             except (TypeError, ValueError):
                 raise ValueError(f"vectors must be an (n_codes, d) array of real numbers, "
-                                 f"got {v!r}") from None
+                                 f"got {shown(v)}") from None
         if v.ndim != 2 or v.shape[0] == 0 or v.shape[1] == 0:
             raise ValueError(f"vectors must be a non-empty 2-D array (n_codes, d), got shape "
                              f"{tuple(v.shape)}")
@@ -128,7 +128,8 @@ def build_codebook(n_codes: int, dim: int, *, rng: object, values: object = None
     mag[mag < thr] = 0.0
     n_keep = int(np.ceil(keep * d))
     if n_keep < 1:
-        raise ValueError(f"keep_fraction must keep at least one coordinate, got {keep_fraction!r}"
+        raise ValueError(f"keep_fraction must keep at least one coordinate, got "
+                         f"{shown(keep_fraction)}"
                          f" of d={d}")
     mag[:, : d - n_keep] = 0.0
     norms = np.linalg.norm(mag, axis=1, keepdims=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from .moments import check_noise
 from .noise import NoiseDistribution
+from .._validate import shown
 
 __all__ = ["ks_distance", "ks_denoise"]
 
@@ -33,7 +34,7 @@ def _check_values(name: str, values: object) -> None:
     import torch
     if not isinstance(values, torch.Tensor) or values.ndim == 0 or values.shape[-1] == 0:
         raise ValueError(f"{name} must be a torch tensor with at least one element in its last "
-                         f"dimension, got {values!r}")
+                         f"dimension, got {shown(values)}")
     if not torch.isfinite(values).all():
         raise ValueError(f"{name} must be finite (got inf or nan)")
 

@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import check_int, check_positive
+from .._validate import check_int, check_positive, shown
 from ..tables import format_table as tables_format
 from .accounting import INTEGER_ORDERS, calibrate_noise_scale, codebook_rdp
 from .codebook import Codebook, build_codebook, encode
@@ -84,7 +84,7 @@ def method_noise(method: str, sigma: float, epsilon: float, delta: float, sample
     noise (the same ε by construction: norm-1 code vectors), and for Student-t the scale that
     gives the same ε under the code-book accountant (:func:`calibrate_noise_scale`)."""
     if method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+        raise ValueError(f"method must be one of {list(METHODS)}, got {shown(method)}")
     if "student_t" in method:
         return calibrate_noise_scale(StudentTNoise(df, sigma), epsilon, delta, sample_rate,
                                      steps, codebook, orders=INTEGER_ORDERS)
@@ -99,7 +99,7 @@ def run_method(method: str, problem: dict, noise: NoiseDistribution, *, epochs: 
     from ..accounting import RDPAccountant
     from ..training import evaluate, train
     if method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+        raise ValueError(f"method must be one of {list(METHODS)}, got {shown(method)}")
     data, q = problem["data"], problem["sample_rate"]
     model = problem["model"](seed)
     t0 = time.perf_counter()

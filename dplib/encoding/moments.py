@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import quad_vec
 
-from .._validate import check_int, check_positive, check_real, check_real_array
+from .._validate import check_int, check_positive, check_real, check_real_array, shown
 from .noise import NoiseDistribution
 
 __all__ = ["log_moments", "gaussian_log_moments", "laplace_log_moments", "small_shift_constant",
@@ -48,7 +48,7 @@ _INV_FACT = [1.0 / math.factorial(j) for j in range(13, 1, -1)]
 def check_noise(noise: object) -> NoiseDistribution:
     if not isinstance(noise, NoiseDistribution):
         raise ValueError(f"noise must be a dplib.encoding NoiseDistribution (GaussianNoise, "
-                         f"LaplaceNoise, StudentTNoise, ScipyNoise), got {noise!r}")
+                         f"LaplaceNoise, StudentTNoise, ScipyNoise), got {shown(noise)}")
     return noise
 
 
@@ -57,14 +57,15 @@ def check_orders_int(orders: object, *, low: int = 0) -> np.ndarray:
         arr = np.atleast_1d(np.asarray(orders, dtype=float))
     except (TypeError, ValueError):
         raise ValueError(f"orders must be a non-empty 1-D array of integers >= {low}, "
-                         f"got {orders!r}") from None
+                         f"got {shown(orders)}") from None
     if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
         raise ValueError(f"orders must be a non-empty 1-D array of integers >= {low}, "
-                         f"got {orders!r}")
+                         f"got {shown(orders)}")
     bad = (arr != np.round(arr)) | (arr < low)
     if bad.any():
         raise ValueError(f"orders must be integers >= {low} (Lemma 4 expands the binomial "
-                         f"(1 − q + q·ratio)^α, which needs integer α), got {arr[bad][0]!r}")
+                         f"(1 − q + q·ratio)^α, which needs integer α), "
+                         f"got {shown(arr[bad][0])}")
     return arr
 
 
@@ -185,7 +186,7 @@ def log_moments(noise: NoiseDistribution, tau: object, orders: object, *,
             vals[s:s + chunk] = v
             worst = max(worst, e)
         if not np.all(np.isfinite(vals)) or worst > 100 * r:
-            raise RuntimeError(f"quadrature for {noise!r} did not reach rtol={r:g} (error "
+            raise RuntimeError(f"quadrature for {shown(noise)} did not reach rtol={r:g} (error "
                                f"estimate {worst:.2g}); the density may be too heavy- or "
                                "light-tailed for its Rényi moments to exist")
         full = np.zeros((uniq.size, ks.size))
@@ -256,12 +257,12 @@ def mixture_renyi_1d(logpdf, tau: float, sample_rate: float, alpha: float, *,
     """
     lp = logpdf.logpdf if isinstance(logpdf, NoiseDistribution) else logpdf
     if not callable(lp):
-        raise ValueError(f"logpdf must be a NoiseDistribution or a callable, got {logpdf!r}")
+        raise ValueError(f"logpdf must be a NoiseDistribution or a callable, got {shown(logpdf)}")
     t = check_real("tau", tau)
     q = check_real("sample_rate", sample_rate, low=0.0, high=1.0, high_open=False)
     a = check_real("alpha", alpha, low=1.0)
     if direction not in ("remove", "add"):
-        raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+        raise ValueError(f"direction must be 'remove' or 'add', got {shown(direction)}")
     from scipy.integrate import quad
 
     def log_mix(x):

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from scipy import special
 
-from .._validate import check_positive, check_real
+from .._validate import check_positive, check_real, shown
 
 __all__ = ["NoiseDistribution", "GaussianNoise", "LaplaceNoise", "StudentTNoise", "ScipyNoise",
            "make_noise", "NOISE_FAMILIES"]
@@ -275,10 +275,10 @@ class ScipyNoise(NoiseDistribution):
         kw = dict(getattr(dist, "kwds", {}))
         if not hasattr(dist, "logpdf") or not hasattr(dist, "dist"):
             raise ValueError(f"dist must be a frozen scipy.stats continuous distribution, "
-                             f"got {dist!r}")
+                             f"got {shown(dist)}")
         if kw.pop("loc", 0.0) != 0.0:
             raise ValueError(f"dist must have loc = 0 (the mean is added by the mechanism), "
-                             f"got loc={dist.kwds['loc']!r}")
+                             f"got loc={shown(dist.kwds['loc'])}")
         scale = kw.pop("scale", 1.0)
         super().__init__(scale)
         self._std = dist.dist(*getattr(dist, "args", ()), **kw)
@@ -345,5 +345,5 @@ def make_noise(family: str, scale: float, *, df: float = 9.0) -> NoiseDistributi
         return LaplaceNoise(scale)
     if family == "student_t":
         return StudentTNoise(df, scale)
-    raise ValueError(f"family must be one of {list(NOISE_FAMILIES)}, got {family!r}")
+    raise ValueError(f"family must be one of {list(NOISE_FAMILIES)}, got {shown(family)}")
 

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._validate import check_int, check_positive, check_probability, check_real
+from .._validate import check_int, check_positive, check_probability, check_real, shown
 from ..device import release_generator
 from ..samplers import poisson_batches
 from .accounting import EncodedStepEvent, EncodingAccountant
@@ -203,10 +203,10 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
     seed = release_seed(seed)
     if not isinstance(denoise, bool):
-        raise ValueError(f"denoise must be True or False, got {denoise!r}")
+        raise ValueError(f"denoise must be True or False, got {shown(denoise)}")
     if (epochs is None) == (steps is None):
-        raise ValueError(f"give exactly one of epochs and steps, got epochs={epochs!r}, "
-                         f"steps={steps!r}")
+        raise ValueError(f"give exactly one of epochs and steps, got epochs={shown(epochs)}, "
+                         f"steps={shown(steps)}")
     from ..training.preflight import (as_tensors, check_model_and_data, check_sum_range,
                                       narrowest_dtype)
     x, y = as_tensors(train_data, "train_data", finite=True)

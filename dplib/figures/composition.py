@@ -21,7 +21,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from .._validate import check_probability, check_real
+from .._validate import check_probability, check_real, shown
 from ..accounting import (DEFAULT_ORDERS, PLDAccountant, advanced_composition, compose,
                           gaussian_rdp, optimal_composition_epsilon, rdp_to_epsilon,
                           subsampled_gaussian_pld)
@@ -91,7 +91,7 @@ def accountants_figure(k: int, sigma: float, delta: float) -> Figure:
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) \
             or not 1 <= k <= MAX_COMPOSITIONS:
-        raise ValueError(f"k must be an integer in [1, {MAX_COMPOSITIONS}], got {k!r}")
+        raise ValueError(f"k must be an integer in [1, {MAX_COMPOSITIONS}], got {shown(k)}")
     k = int(k)
     sigma = check_real("sigma", sigma, low=0.1, high=1000.0, low_open=False, high_open=False)
     delta = check_probability("delta", delta, low_open=True, high_open=True)

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from .._validate import check_int, check_probability, check_real
+from .._validate import check_int, check_probability, check_real, shown
 from ..plotting import COLORS
 from ..widgets import format_value
 
@@ -147,11 +147,11 @@ def _as_norms(name: str, values: object) -> np.ndarray:
     if arr.ndim != 1 or arr.size == 0 or arr.dtype == bool \
             or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"{name} must be a non-empty 1-d array of gradient norms >= 0, got "
-                         f"{values!r}"[:300])
+                         f"{shown(values)}"[:300])
     arr = arr.astype(float)
     bad = ~np.isfinite(arr) | (arr < 0)
     if bad.any():
-        raise ValueError(f"{name} must hold finite norms >= 0, got {float(arr[bad][0])!r}")
+        raise ValueError(f"{name} must hold finite norms >= 0, got {shown(float(arr[bad][0]))}")
     return arr
 
 
@@ -180,16 +180,16 @@ def gradient_norm_histogram(norms: Mapping[str, object], max_grad_norm: float, *
     """
     if not isinstance(norms, Mapping) or not 1 <= len(norms) <= 4:
         raise ValueError(f"norms must be a mapping of 1 to 4 labels to arrays of gradient norms, "
-                         f"got {norms!r}"[:300])
+                         f"got {shown(norms)}"[:300])
     sets = {}
     for label, values in norms.items():
         if not isinstance(label, str) or not label:
-            raise ValueError(f"norms must be keyed by non-empty string labels, got {label!r}")
+            raise ValueError(f"norms must be keyed by non-empty string labels, got {shown(label)}")
         sets[label] = _as_norms(f"norms[{label!r}]", values)
     c = _positive_finite("max_grad_norm", max_grad_norm)
     nbins = check_int("bins", bins, low=5)
     if nbins > 200:
-        raise ValueError(f"bins must be an integer in [5, 200], got {bins!r}")
+        raise ValueError(f"bins must be an integer in [5, 200], got {shown(bins)}")
     positive = np.concatenate([v[v > 0] for v in sets.values()] + [np.array([c])])
     lo, hi = positive.min() / 1.5, max(positive.max(), c) * 1.5
     edges = np.geomspace(lo, hi, nbins + 1)

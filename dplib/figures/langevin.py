@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._validate import check_int, check_positive, check_real
+from .._validate import check_int, check_positive, check_real, shown
 from ..plotting import COLORS
 
 __all__ = ["coupled_runs", "coupled_runs_figure"]
@@ -32,7 +32,7 @@ def _check_args(sensitivity, sigma, eta, n, K, alpha, lam, paths, seed):
     lm = check_positive("lam", lam)
     if lm * e > 1.0:
         raise ValueError(f"eta must be in (0, 1/lam] = (0, {1.0 / lm:g}] (η ≤ 1/β with β = λ "
-                         f"for the squared loss), got {eta!r}")
+                         f"for the squared loss), got {shown(eta)}")
     p = check_int("paths", paths, low=1)
     sd = None if seed is None else check_int("seed", seed, low=0)
     return s, sg, e, nn, k, a, lm, p, sd

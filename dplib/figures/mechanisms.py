@@ -26,6 +26,7 @@ from ..mechanisms import (gaussian_privacy_loss, gaussian_sigma, laplace_mechani
                           laplace_privacy_loss, laplace_scale, rr_estimator_variance,
                           rr_simulate_estimates)
 from ..plotting import COLORS
+from .._validate import shown
 
 __all__ = ["neighbour_outputs_figure", "local_vs_central_errors", "local_vs_central_figure"]
 
@@ -35,10 +36,10 @@ _MECHANISMS = ("laplace", "gaussian")
 def _check_mechanisms(mechanisms: object) -> tuple[str, ...]:
     if isinstance(mechanisms, str) or not isinstance(mechanisms, Sequence) or not mechanisms:
         raise ValueError("mechanisms must be a non-empty sequence drawn from "
-                         f"{list(_MECHANISMS)}, got {mechanisms!r}")
+                         f"{list(_MECHANISMS)}, got {shown(mechanisms)}")
     chosen = tuple(check_choice("mechanisms", m, _MECHANISMS) for m in mechanisms)
     if len(set(chosen)) != len(chosen):
-        raise ValueError(f"mechanisms must not repeat an entry, got {mechanisms!r}")
+        raise ValueError(f"mechanisms must not repeat an entry, got {shown(mechanisms)}")
     return chosen
 
 
@@ -143,7 +144,7 @@ def local_vs_central_errors(epsilon: float, n_values: Sequence[int], *,
     eps = check_positive("epsilon", epsilon)
     if isinstance(n_values, (str, bytes)) or not isinstance(n_values, (Sequence, np.ndarray)):
         raise ValueError(f"n_values must be a non-empty sequence of integers >= 1, "
-                         f"got {n_values!r}")
+                         f"got {shown(n_values)}")
     ns = np.array([check_int("n_values", n) for n in n_values], dtype=np.int64)
     if ns.size == 0:
         raise ValueError("n_values must be a non-empty sequence of integers >= 1, got []")

@@ -16,7 +16,7 @@ from ..attacks.roc import dp_tpr_bound
 from ..mechanisms.randomized_response import (coin_flip_p_truth, rr_epsilon, rr_p_truth,
                                               rr_posterior)
 from ..plotting import COLORS
-from .._validate import check_probability, check_real_array
+from .._validate import check_probability, check_real_array, shown
 
 __all__ = ["probability_tree", "posterior_curves", "tradeoff_region"]
 
@@ -40,7 +40,7 @@ def _check_epsilons(epsilons: object) -> np.ndarray:
     eps = check_real_array("epsilons", epsilons, low=0.0)   # finite and > 0
     if eps.ndim != 1 or not 1 <= eps.size <= 8:
         raise ValueError(f"epsilons must be a sequence of 1 to 8 values in (0, inf), "
-                         f"got {epsilons!r}")
+                         f"got {shown(epsilons)}")
     return eps
 
 

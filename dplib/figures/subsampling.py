@@ -19,7 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from scipy.stats import norm
 
-from .._validate import check_probability, check_real
+from .._validate import check_probability, check_real, shown
 from ..accounting import amplified_epsilon, amplified_epsilon_bound
 from ..plotting import COLORS
 
@@ -40,7 +40,7 @@ def _check_rates(sample_rates: object) -> tuple[float, ...]:
         rates = tuple(sample_rates)  # type: ignore[arg-type]
     except TypeError:
         raise ValueError(f"sample_rates must be a sequence of 1 to {len(_CURVE_COLORS)} rates "
-                         f"in (0, 1], got {sample_rates!r}") from None
+                         f"in (0, 1], got {shown(sample_rates)}") from None
     if not 1 <= len(rates) <= len(_CURVE_COLORS):
         raise ValueError(f"sample_rates must hold 1 to {len(_CURVE_COLORS)} rates in (0, 1], "
                          f"got {len(rates)}")

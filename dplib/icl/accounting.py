@@ -43,6 +43,7 @@ from scipy.optimize import brentq
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
 from ..accounting import (accountant_names, calibrate_noise, dpsgd_event, make_accountant,
                           optimal_composition_epsilon)
+from .._validate import shown
 
 __all__ = ["VOTE_SENSITIVITY", "EMBEDDING_SENSITIVITY", "gaussian_noise_std",
            "gaussian_epsilon_spent", "vote_noise_std", "per_query_epsilon"]
@@ -125,7 +126,7 @@ def per_query_epsilon(epsilon: float, delta: float, num_queries: int, *,
     floor = -math.expm1(k * math.log1p(-d0))
     if floor >= d:
         raise ValueError(f"delta_per_query must satisfy 1 - (1 - delta_per_query)^num_queries < "
-                         f"delta = {d:g}, got delta_per_query = {d0!r} (total {floor:.3g})")
+                         f"delta = {d:g}, got delta_per_query = {shown(d0)} (total {floor:.3g})")
     if k == 1 or math.isinf(eps):
         return eps
 

@@ -43,6 +43,7 @@ from ..mechanisms import (exponential_mechanism, exponential_mechanism_probabili
                           laplace_mechanism, report_noisy_max)
 from .data import tokenize
 from .prompts import PromptBatch, PromptTemplate
+from .._validate import shown
 
 __all__ = ["partition_exemplars", "ensemble_votes", "vote_histogram", "noisy_vote", "rnm_vote",
            "esa", "keyword_histogram", "topk_sequences", "joint_em_utilities",
@@ -87,7 +88,7 @@ def partition_exemplars(n: int, num_subsets: int, num_queries: int = 1, *,
             raise ValueError("sampler='fixed' needs shots (the size of every subset), got None")
         if q != 1.0:
             raise ValueError(f"sample_rate must be 1 for sampler='fixed' (one partition reused "
-                             f"by every query), got {sample_rate!r}")
+                             f"by every query), got {shown(sample_rate)}")
         if m * k_cap > n:
             raise ValueError(f"num_subsets * shots must be <= n = {n} for sampler='fixed', "
                              f"got {m} * {k_cap} = {m * k_cap}")
@@ -163,7 +164,7 @@ def vote_histogram(votes: object, num_classes: int) -> np.ndarray:
     c = check_int("num_classes", num_classes)
     v = np.asarray(votes)
     if not np.issubdtype(v.dtype, np.integer) or v.size and (v.min() < 0 or v.max() >= c):
-        raise ValueError(f"votes must be integer labels in [0, {c - 1}], got {votes!r}")
+        raise ValueError(f"votes must be integer labels in [0, {c - 1}], got {shown(votes)}")
     if v.ndim == 0 or v.shape[-1] == 0:
         raise ValueError(f"votes must hold at least one vote along the last axis, got shape "
                          f"{v.shape}")
@@ -249,13 +250,13 @@ def esa(answer_embeddings: object, candidate_embeddings: object, noise_std: floa
 def _check_strings(name: str, value: object, *, allow_empty: bool = False) -> list[str]:
     """A list/tuple of strings (non-empty unless ``allow_empty``); a bare string is refused."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray)):
-        raise ValueError(f"{name} must be a list of strings, got {value!r}")
+        raise ValueError(f"{name} must be a list of strings, got {shown(value)}")
     items = list(value)
     if not items and not allow_empty:
-        raise ValueError(f"{name} must be a non-empty list of strings, got {value!r}")
+        raise ValueError(f"{name} must be a non-empty list of strings, got {shown(value)}")
     bad = [v for v in items if not isinstance(v, str)]
     if bad:
-        raise ValueError(f"{name} must be a list of strings, got element {bad[0]!r}")
+        raise ValueError(f"{name} must be a list of strings, got element {shown(bad[0])}")
     return items
 
 
@@ -269,7 +270,7 @@ def keyword_histogram(answers: Sequence[str], keywords: Sequence[str]) -> np.nda
     answers = _check_strings("answers", answers, allow_empty=True)
     kw = {w: i for i, w in enumerate(keywords)}
     if len(kw) != len(keywords):
-        raise ValueError(f"keywords must be distinct, got {keywords!r}")
+        raise ValueError(f"keywords must be distinct, got {shown(keywords)}")
     counts = np.zeros(len(keywords), dtype=np.int64)
     for a in answers:
         for w in set(tokenize(a)):

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int
+from .._validate import as_generator, check_choice, check_int, shown
 
 __all__ = ["TextDataset", "TASKS", "make_book_data", "write_book_data", "load_book_data",
            "vocabulary", "tokenize", "public_corpus", "STOPWORDS", "product_reference", "load_sst2",
@@ -136,7 +136,7 @@ class TextDataset:
         t = len(self.test_texts) if n_test is None else check_int("n_test", n_test)
         if p > len(self.pool_texts) or t > len(self.test_texts):
             raise ValueError(f"n_pool must be in [1, {len(self.pool_texts)}] and n_test in "
-                             f"[1, {len(self.test_texts)}], got {n_pool!r}, {n_test!r}")
+                             f"[1, {len(self.test_texts)}], got {shown(n_pool)}, {shown(n_test)}")
         return TextDataset(self.name, self.labels, self.descriptions, self.pool_texts[:p],
                            self.pool_labels[:p], self.test_texts[:t], self.test_labels[:t],
                            self.input_name, self.output_name)
@@ -373,7 +373,7 @@ def product_reference(dataset: TextDataset, product: str) -> tuple[str, tuple[st
     toks = [tokenize(t) for t in dataset.pool_texts]
     mine = [i for i, t in enumerate(toks) if product in t]
     if not mine:
-        raise ValueError(f"product {product!r} has no reviews in the pool")
+        raise ValueError(f"product {shown(product)} has no reviews in the pool")
     labels = dataset.pool_labels[mine]
     y = int(labels.mean() >= 0.5)
     lex = set((NEGATIVE, POSITIVE)[y])

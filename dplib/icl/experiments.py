@@ -18,7 +18,7 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
-from .._validate import as_generator, check_choice, check_int, check_probability, check_real
+from .._validate import as_generator, check_choice, check_int, check_probability, check_real, shown
 from ..tables import format_table as tables_format
 from .accounting import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, gaussian_noise_std,
                          per_query_epsilon, vote_noise_std)
@@ -74,7 +74,7 @@ def single_prompt_predict(model, template: PromptTemplate, pool_texts: Sequence[
     """Non-private ICL with *one* prompt of ``shots`` random exemplars shared by every query."""
     k = check_int("shots", shots)
     if k > len(pool_texts):
-        raise ValueError(f"shots must be in [1, {len(pool_texts)}], got {shots!r}")
+        raise ValueError(f"shots must be in [1, {len(pool_texts)}], got {shown(shots)}")
     demos = as_generator(rng).choice(len(pool_texts), k, replace=False)
     batch = PromptBatch(template, pool_texts, np.asarray(pool_labels),
                         np.broadcast_to(demos, (len(queries), k)).copy(), list(queries))
@@ -242,7 +242,7 @@ def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 
     tpl = template_for(dataset)
     n = len(dataset.pool_texts)
     if m >= n:
-        raise ValueError(f"num_subsets must be < the pool size {n}, got {num_subsets!r}")
+        raise ValueError(f"num_subsets must be < the pool size {n}, got {shown(num_subsets)}")
     target, member, slot, others = _mia_private_sets(n, m, t, gen)
     x_star = [dataset.pool_texts[i] for i in target]
     y_star = dataset.pool_labels[target]

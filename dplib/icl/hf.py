@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from .._validate import check_int
+from .._validate import check_int, shown
 from .prompts import PromptBatch
 
 __all__ = ["HFCausalLM", "transformers_available", "PINNED_REVISIONS"]
@@ -53,17 +53,18 @@ def _pinned_revision(model_name: str, revision: str | None = None) -> str:
     miss; an error names the fix.
     """
     if not isinstance(model_name, str) or not model_name:
-        raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
+        raise ValueError(f"model_name must be a non-empty string, got {shown(model_name)}")
     if revision is None:
         revision = PINNED_REVISIONS.get(model_name)
         if revision is None:
             raise ValueError(
-                f"revision is required for model_name={model_name!r}: pass revision=<the 40-hex "
+                f"revision is required for model_name={shown(model_name)}: pass revision=<the "
+                f"40-hex "
                 f"commit of its Hugging Face repository> (pinned by default: "
                 f"{sorted(PINNED_REVISIONS)})")
     if not isinstance(revision, str) or not _COMMIT.fullmatch(revision):
         raise ValueError(f"revision must be a 40-hex commit hash (not a branch or tag, which can "
-                         f"move), got {revision!r}")
+                         f"move), got {shown(revision)}")
     return revision
 
 

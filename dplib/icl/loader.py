@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from .data import TextDataset, load_agnews, load_book_data, load_sst2
+from .._validate import shown
 
 __all__ = ["LOCAL_MODELS", "load_model", "load_datasets"]
 
@@ -23,7 +24,7 @@ LOCAL_MODELS = ("offline", "tiny")
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name must be 'offline', 'tiny' or a Hugging Face model name, "
-                         f"got {name!r}")
+                         f"got {shown(name)}")
     return name.strip()
 
 

@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from .._validate import as_generator, check_int
+from .._validate import as_generator, check_int, shown
 from ..tables import format_table as tables_format
 from .data import TextDataset
 from .experiments import accuracy_table, mia_one_shot
@@ -59,7 +59,8 @@ def load_model_table(path: str | Path = MODEL_TABLE) -> dict:
     """The stored table: ``{"provenance": {model: {...}}, "models": {model: report}}``."""
     p = Path(path)
     if not p.exists():
-        raise ValueError(f"path {str(p)!r} does not exist; run `python benchmarks/icl_models.py`")
+        raise ValueError(f"path {shown(str(p))} does not exist; run `python "
+                         f"benchmarks/icl_models.py`")
     return json.loads(p.read_text())
 
 

@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive
+from .._validate import as_generator, check_int, check_positive, shown
 from .data import TASKS, make_book_data, public_corpus, vocabulary
 from .prompts import PromptTemplate
 
@@ -232,13 +232,14 @@ def load_tiny_lm(directory: str | Path = TINY_LM_DIR, *, device=None, batch_size
     d = Path(directory)
     missing = [f for f in (*_FILES, "PROVENANCE.json") if not (d / f).exists()]
     if missing:
-        raise ValueError(f"directory {str(d)!r} lacks {missing}; train the model with "
+        raise ValueError(f"directory {shown(str(d))} lacks {missing}; train the model with "
                          "`python tools/train_tiny_lm.py`")
     if verify:
         want = json.loads((d / "PROVENANCE.json").read_text())["sha256"]
         bad = [f for f in _FILES if _sha256(d / f) != want.get(f)]
         if bad:
-            raise ValueError(f"{bad} in {str(d)!r} do not match the SHA-256 of PROVENANCE.json")
+            raise ValueError(f"{bad} in {shown(str(d))} do not match the SHA-256 of "
+                             f"PROVENANCE.json")
     tok = PreTrainedTokenizerFast(tokenizer_file=str(d / "tokenizer.json"), unk_token="<unk>",
                                   pad_token="<pad>", eos_token="\n", bos_token="\n")
     model = GPT2LMHeadModel.from_pretrained(d, use_safetensors=True, local_files_only=True)

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .._validate import check_bool, check_int, check_positive, check_real, check_real_array
+from .._validate import check_bool, check_int, check_positive, check_real, check_real_array, shown
 
 __all__ = ["one_step_delta_lower_bound", "theorem_3_1_refutation"]
 
@@ -60,14 +60,14 @@ def one_step_delta_lower_bound(epsilon: float, *, lipschitz: float, sigma: float
     nt = check_int("num_thresholds", num_thresholds, low=3)
     ret = check_bool("return_threshold", return_threshold)
     if m > nn:
-        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {batch_size!r}")
+        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {shown(batch_size)}")
     if e * lm >= 1.0:
         raise ValueError(f"eta must be in (0, 1/lam) = (0, {1 / lm:g}) (η < 1/β with β = λ), "
-                         f"got {eta!r}")
+                         f"got {shown(eta)}")
     a = lip - lm * r
     if a <= 0:
         raise ValueError(f"lipschitz must exceed lam*radius = {lm * r:g} (the data term needs "
-                         f"room), got {lipschitz!r}")
+                         f"room), got {shown(lipschitz)}")
     gamma, c = m / nn, 1.0 - e * lm
     s0, s1, jump = sg * math.sqrt(2.0 / lm), sg * math.sqrt(2.0 * e), e * a / m
     spread = math.hypot(c * min(s0, r), s1)

@@ -41,6 +41,7 @@ import numpy as np
 from .._validate import (check_choice, check_int, check_positive, check_probability, check_real,
                          check_real_array, check_step_counts)
 from ._checks import as_output, zcdp_sigma_guess
+from .._validate import shown
 
 __all__ = ["privacy_dynamics_rdp", "composition_rdp", "squared_loss_lower_bound",
            "exact_gaussian_renyi", "squared_loss_moments", "langevin_epsilon",
@@ -67,13 +68,13 @@ def _check_step_size(eta: float, lam: float, beta: float | None) -> None:
         b = check_positive("beta", beta)
         if b < lam:
             raise ValueError(f"beta must be >= lam (a λ-strongly convex, β-smooth loss has "
-                             f"β >= λ), got beta={beta!r} < lam={lam!r}")
+                             f"β >= λ), got beta={shown(beta)} < lam={shown(lam)}")
         if eta > 1.0 / b:
             raise ValueError(f"eta must be in (0, 1/beta] = (0, {1.0 / b:g}] (the theorem "
-                             f"needs η ≤ 1/β), got {eta!r}")
+                             f"needs η ≤ 1/β), got {shown(eta)}")
     if eta * lam > 1.0:
         raise ValueError(f"eta must be in (0, 1/lam] = (0, {1.0 / lam:g}] (η ≤ 1/β ≤ 1/λ), "
-                         f"got {eta!r}")
+                         f"got {shown(eta)}")
 
 
 # --- the three formulas and the exact value ------------------------------------------------------

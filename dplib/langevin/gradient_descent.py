@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable
 
-from .._validate import check_int, check_positive, check_real_array
+from .._validate import check_int, check_positive, check_real_array, shown
 
 if TYPE_CHECKING:
     import torch
@@ -63,14 +63,14 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
     from ..device import as_device, release_seed
 
     if not callable(grad_fn):
-        raise ValueError(f"grad_fn must be a callable theta -> g(theta; D), got {grad_fn!r}")
+        raise ValueError(f"grad_fn must be a callable theta -> g(theta; D), got {shown(grad_fn)}")
     nn = check_int("n", n, low=1)
     e = check_positive("eta", eta)
     sg = check_positive("sigma", sigma)
     k = check_int("K", K, low=0)
     s = release_seed(seed)
     if beta is not None and e > 1.0 / check_positive("beta", beta):
-        raise ValueError(f"eta must be in (0, 1/beta] = (0, {1.0 / beta:g}], got {eta!r}")
+        raise ValueError(f"eta must be in (0, 1/beta] = (0, {1.0 / beta:g}], got {shown(eta)}")
     r = None if radius is None else check_positive("radius", radius)
     dev = as_device(device)
     if dtype is None:
@@ -78,7 +78,7 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
     theta = torch.as_tensor(check_real_array("theta0", theta0) if not torch.is_tensor(theta0)
                             else theta0).to(dev, dtype).clone()
     if theta.ndim == 0 or not torch.isfinite(theta).all():
-        raise ValueError(f"theta0 must be a finite array of shape (..., d), got {theta0!r}")
+        raise ValueError(f"theta0 must be a finite array of shape (..., d), got {shown(theta0)}")
     gen = torch.Generator(device=dev)
     gen.manual_seed(s)
     noise_std = math.sqrt(2.0 * e) * sg

@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .._validate import check_choice, check_int, check_positive, check_real
+from .._validate import check_choice, check_int, check_positive, check_real, shown
 from ..device import as_device
 from ._checks import check_features
 
@@ -65,7 +65,7 @@ def logistic_regression_constants(X: object, lam: float, *, num_classes: int = 2
         R = check_positive("feature_bound", feature_bound)
         if norms.max() > R * (1 + 1e-9):
             raise ValueError(f"feature_bound must be >= max ||x_i|| = {norms.max():g}, "
-                             f"got {feature_bound!r}")
+                             f"got {shown(feature_bound)}")
     if smoothness == "dataset":
         beta = float(np.linalg.eigvalsh(x.T @ x / x.shape[0])[-1]) / 2.0 + lm
     else:
@@ -97,7 +97,7 @@ def _theta(theta: object, size: int):
 
     t = theta.detach().cpu().numpy() if torch.is_tensor(theta) else np.asarray(theta)
     if t.dtype == bool or not np.issubdtype(t.dtype, np.number) or np.iscomplexobj(t):
-        raise ValueError(f"theta must be an array of real numbers, got {theta!r}")
+        raise ValueError(f"theta must be an array of real numbers, got {shown(theta)}")
     if t.ndim not in (1, 2) or t.shape[-1] != size or t.size == 0:
         raise ValueError(f"theta must have shape (chains, {size}) or ({size},) "
                          f"(num_classes × features), got {t.shape}")

@@ -39,6 +39,7 @@ from .logistic import (LogisticConstants, logistic_regression_accuracy,
                        logistic_regression_constants, logistic_regression_grad)
 from .sgld import (RELEASED_ORDERS, decreasing_step_sizes, released_iterates_calibrate_sigma,
                    released_iterates_epsilon, sgld_calibrate_sigma, sgld_epsilon)
+from .._validate import shown
 
 if TYPE_CHECKING:
     import torch
@@ -85,18 +86,18 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
 
     if not callable(grad_fn):
         raise ValueError(f"grad_fn must be callable, grad_fn(theta, idx) -> gradient, "
-                         f"got {grad_fn!r}")
+                         f"got {shown(grad_fn)}")
     nn = check_int("n", n, low=1)
     m = check_int("batch_size", batch_size, low=1)
     if m > nn:
-        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {batch_size!r}")
+        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {shown(batch_size)}")
     sg = check_real("sigma", sigma, low=0.0, low_open=False)
     s = release_seed(seed)
     traj = check_bool("trajectory", trajectory)
     eta = np.asarray(step_sizes)
     if eta.dtype == bool or not np.issubdtype(eta.dtype, np.number):
         raise ValueError(f"step_sizes must be a positive number or a sequence of positive "
-                         f"numbers, got {step_sizes!r}")
+                         f"numbers, got {shown(step_sizes)}")
     eta = eta.astype(float)
     if eta.ndim == 0:
         if K is None:
@@ -113,7 +114,7 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
             etas = etas[:k]
     if beta is not None and etas.size and etas.max() >= 1.0 / check_positive("beta", beta):
         raise ValueError(f"step_sizes must be in (0, 1/beta) = (0, {1.0 / beta:g}), "
-                         f"got {etas.max()!r}")
+                         f"got {shown(etas.max())}")
     r = None if radius is None else check_positive("radius", radius)
     dev = as_device(device)
     if dtype is None:
@@ -132,13 +133,14 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
                              "(chains, d)")
         lm = check_positive("lam", lam)
         if len(shape) != 2 or not all(isinstance(v, int) and v >= 1 for v in shape):
-            raise ValueError(f"shape must be (chains, d) with positive integers, got {shape!r}")
+            raise ValueError(f"shape must be (chains, d) with positive integers, got "
+                             f"{shown(shape)}")
         theta = torch.randn(shape, generator=gen, device=dev, dtype=dtype) * (
             sg * math.sqrt(2.0 / lm))
     else:
         t0 = theta0.detach().cpu().numpy() if torch.is_tensor(theta0) else np.asarray(theta0)
         if t0.dtype == bool or not np.issubdtype(t0.dtype, np.number):
-            raise ValueError(f"theta0 must be a finite (chains, d) array, got {theta0!r}")
+            raise ValueError(f"theta0 must be a finite (chains, d) array, got {shown(theta0)}")
         theta = torch.as_tensor(t0.astype(float)).to(dev, dtype).clone()
         if theta.ndim != 2 or not torch.isfinite(theta).all():
             raise ValueError(f"theta0 must be a finite (chains, d) array, got shape "
@@ -271,7 +273,7 @@ def train_dp_sgld_logistic(X: object, y: object, *, num_classes: int, lam: float
     n = x.shape[0]
     m = check_int("batch_size", batch_size, low=1)
     if m > n:
-        raise ValueError(f"batch_size must be in [1, n] = [1, {n}], got {batch_size!r}")
+        raise ValueError(f"batch_size must be in [1, n] = [1, {n}], got {shown(batch_size)}")
     ep = check_positive("epochs", epochs)
     ch = check_int("chains", chains, low=1)
     s = release_seed(seed)

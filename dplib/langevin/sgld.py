@@ -46,6 +46,7 @@ from .._validate import (check_int, check_positive, check_probability, check_rea
                          check_real_array, check_step_counts)
 from ..accounting import DEFAULT_ORDERS
 from ._checks import as_output, zcdp_sigma_guess
+from .._validate import shown
 
 __all__ = ["sgld_rdp", "constant_step_rdp", "decreasing_step_rdp", "decreasing_step_sizes",
            "sgld_rdp_limit", "sgld_composition_rdp", "sgld_epsilon", "sgld_calibrate_sigma",
@@ -67,7 +68,7 @@ def _check_schedule(step_sizes: object, K: object) -> np.ndarray:
     arr = np.asarray(step_sizes)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.ndim > 1:
         raise ValueError(f"step_sizes must be a positive number or a 1-d sequence of positive "
-                         f"numbers, got {step_sizes!r}")
+                         f"numbers, got {shown(step_sizes)}")
     eta = check_real_array("step_sizes", arr, low=0.0, high=math.inf)
     if eta.ndim == 0:
         if K is None:
@@ -96,11 +97,11 @@ def _check_beta(beta: float | None, lam: float, step_sizes: object) -> None:
     b = check_positive("beta", beta)
     if b < lam:
         raise ValueError(f"beta must be >= lam (a λ-strongly convex, β-smooth loss has β >= λ), "
-                         f"got beta={beta!r} < lam={lam!r}")
+                         f"got beta={shown(beta)} < lam={shown(lam)}")
     eta_max = float(np.max(np.asarray(step_sizes, dtype=float)))
     if eta_max >= 1.0 / b:
         raise ValueError(f"step_sizes must be in (0, 1/beta) = (0, {1.0 / b:g}) (Theorem 3.1 "
-                         f"needs η_k < 1/β), got {eta_max!r}")
+                         f"needs η_k < 1/β), got {shown(eta_max)}")
 
 
 def decreasing_step_sizes(beta: float, lam: float, K: int) -> np.ndarray:
@@ -112,7 +113,7 @@ def decreasing_step_sizes(beta: float, lam: float, K: int) -> np.ndarray:
     b = check_positive("beta", beta)
     lm = check_positive("lam", lam)
     if b < lm:
-        raise ValueError(f"beta must be >= lam, got beta={beta!r} < lam={lam!r}")
+        raise ValueError(f"beta must be >= lam, got beta={shown(beta)} < lam={shown(lam)}")
     k = check_int("K", K, low=1)
     return 1.0 / (2.0 * b + lm * np.arange(k) / 2.0)
 
@@ -189,7 +190,7 @@ def decreasing_step_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: floa
     pre, lm = _prefactor(alpha, lipschitz, sigma, lam, n)
     b = check_positive("beta", beta)
     if b < lm:
-        raise ValueError(f"beta must be >= lam, got beta={beta!r} < lam={lam!r}")
+        raise ValueError(f"beta must be >= lam, got beta={shown(beta)} < lam={shown(lam)}")
     k = check_step_counts("K", K)
     return as_output(pre * lm * k / (4.0 * b + lm * k))
 
@@ -305,12 +306,12 @@ def sgld_utility_bound(alpha: float, epsilon: float, lipschitz: float, lam: floa
     lm = check_positive("lam", lam)
     b = check_positive("beta", beta)
     if b < lm:
-        raise ValueError(f"beta must be >= lam, got beta={beta!r} < lam={lam!r}")
+        raise ValueError(f"beta must be >= lam, got beta={shown(beta)} < lam={shown(lam)}")
     nn = check_int("n", n, low=1)
     dd = check_int("d", d, low=1)
     if schedule not in ("constant", "decreasing"):
         raise ValueError(f"schedule must be one of ('constant', 'decreasing'), got "
-                         f"{schedule!r}")
+                         f"{shown(schedule)}")
     xi2 = lip**2 if grad_second_moment is None else check_real(
         "grad_second_moment", grad_second_moment, low=0.0, low_open=False)
     r = e * nn**2 / (a * dd)
@@ -319,7 +320,7 @@ def sgld_utility_bound(alpha: float, epsilon: float, lipschitz: float, lam: floa
         if r <= 1.0:
             raise ValueError(f"epsilon * n**2 / (alpha * d) must be > 1 for Theorem 4.1's "
                              f"K = (2 beta/lam) log(epsilon n^2/(alpha d)) to be positive, got "
-                             f"{r!r}")
+                             f"{shown(r)}")
         K = 2.0 * b / lm * math.log(r)
         noise, sgd = 6.0 * a * b * dd * lip**2 / (e * lm**2 * nn**2), xi2 / (4.0 * lm)
     else:
@@ -340,7 +341,7 @@ def _released_schedule(step_sizes: object, K: object, max_groups: object) -> tup
             raise ValueError("K must be given (an integer >= 1) when step_sizes is a constant")
         ks = np.atleast_1d(check_step_counts("K", K))
         if (ks < 1).any():
-            raise ValueError(f"K must be integers >= 1, got {K!r}")
+            raise ValueError(f"K must be integers >= 1, got {shown(K)}")
         return np.array([check_positive("step_sizes", float(eta))]), ks[:, None], scalar
     etas = check_real_array("step_sizes", eta, low=0.0)
     if etas.ndim != 1 or etas.size == 0:
@@ -348,7 +349,7 @@ def _released_schedule(step_sizes: object, K: object, max_groups: object) -> tup
                          f"got shape {etas.shape}")
     ks = np.array([etas.size]) if K is None else np.atleast_1d(check_step_counts("K", K))
     if (ks < 1).any() or (ks > etas.size).any():
-        raise ValueError(f"K must be in [1, len(step_sizes)] = [1, {etas.size}], got {K!r}")
+        raise ValueError(f"K must be in [1, len(step_sizes)] = [1, {etas.size}], got {shown(K)}")
     etas = etas[:int(ks.max())]
     grid = np.unique(etas)
     if grid.size > g:         # round η_k up to a geometric grid: a valid upper bound
@@ -380,7 +381,7 @@ def released_iterates_rdp(lipschitz: float, sigma: float, n: int, batch_size: in
     nn = check_int("n", n, low=1)
     m = check_int("batch_size", batch_size, low=1)
     if m > nn:
-        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {batch_size!r}")
+        raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {shown(batch_size)}")
     alphas = check_orders(DEFAULT_ORDERS if orders is None else orders)
     values, counts, scalar = _released_schedule(step_sizes, K, max_groups)
     # step k is the subsampled Gaussian with noise multiplier z_k = σm/(L√(2η_k))

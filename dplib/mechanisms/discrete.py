@@ -24,7 +24,7 @@ from numbers import Integral, Rational, Real
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, check_real_array
+from .._validate import as_generator, check_int, check_positive, check_real_array, shown
 
 __all__ = ["bernoulli_exp", "discrete_laplace", "discrete_gaussian", "discrete_laplace_pmf",
            "discrete_gaussian_pmf", "discrete_laplace_mechanism", "discrete_gaussian_mechanism",
@@ -36,14 +36,15 @@ _INT64_SAFE = 2 ** 62
 def _rational(name: str, value: object) -> Fraction:
     """A positive rational: int, Fraction, or float read as its printed decimal."""
     if isinstance(value, bool) or not isinstance(value, (Real, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a positive rational number in (0, inf), got {value!r}")
+        raise ValueError(f"{name} must be a positive rational number in (0, inf), got "
+                         f"{shown(value)}")
     if isinstance(value, (Rational, np.integer)):
         frac = Fraction(int(value)) if isinstance(value, np.integer) else Fraction(value)
     else:
         check_positive(name, float(value))          # NaN / inf / ≤ 0 refused with the range
         frac = Fraction(repr(float(value)))
     if frac <= 0:
-        raise ValueError(f"{name} must be in (0, inf), got {value!r}")
+        raise ValueError(f"{name} must be in (0, inf), got {shown(value)}")
     return frac
 
 
@@ -182,11 +183,12 @@ def _integer_points(name: str, value: object) -> np.ndarray:
     """Integer-valued points of ℤ (ints, or floats that are whole numbers), as floats."""
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be integers (points of Z), got {value!r}")
+        raise ValueError(f"{name} must be integers (points of Z), got {shown(value)}")
     arr = arr.astype(float)
     bad = ~np.isfinite(arr) | (arr != np.round(arr))
     if bad.any():
-        raise ValueError(f"{name} must be integers (points of Z), got {float(arr[bad].flat[0])!r}")
+        raise ValueError(f"{name} must be integers (points of Z), got "
+                         f"{shown(float(arr[bad].flat[0]))}")
     return arr
 
 
@@ -284,7 +286,7 @@ def _integer_array(name: str, value: object) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"{name} must be integers (a counting or integer-valued query), "
-                         f"got {value!r}")
+                         f"got {shown(value)}")
     if arr.size == 0:
         raise ValueError(f"{name} must be non-empty, got an empty array")
     big = arr > _VALUE_LIMIT
@@ -292,5 +294,5 @@ def _integer_array(name: str, value: object) -> np.ndarray:
         big |= arr < -_VALUE_LIMIT
     if big.any():
         raise ValueError(f"{name} must be integers in [-2**62, 2**62] (so that value + noise "
-                         f"cannot wrap around in int64), got {arr[big].flat[0]!r}")
+                         f"cannot wrap around in int64), got {shown(arr[big].flat[0])}")
     return arr.astype(np.int64)

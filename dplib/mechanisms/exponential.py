@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .._validate import as_generator, check_choice, check_finite_array, check_positive
+from .._validate import as_generator, check_choice, check_finite_array, check_positive, shown
 
 __all__ = ["exponential_mechanism_probabilities", "exponential_mechanism", "report_noisy_max"]
 
@@ -113,7 +113,7 @@ def report_noisy_max(scores: object, epsilon: float, sensitivity: float = 1.0, *
     du = check_positive("sensitivity", sensitivity)
     check_choice("noise", noise, ("gumbel", "laplace"))
     if not isinstance(monotone, (bool, np.bool_)):
-        raise ValueError(f"monotone must be True or False, got {monotone!r}")
+        raise ValueError(f"monotone must be True or False, got {shown(monotone)}")
     gen = as_generator(rng)
     if noise == "gumbel":
         if monotone:

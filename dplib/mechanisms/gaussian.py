@@ -27,6 +27,7 @@ from scipy.special import erfcx, log_ndtr
 from .._validate import (as_generator, check_choice, check_finite_array, check_positive,
                          check_real, check_real_array)
 from .laplace import check_noise_scale, check_resolution
+from .._validate import shown
 
 __all__ = ["gaussian_sigma", "gaussian_delta", "gaussian_log_delta", "gaussian_epsilon", "gaussian_mechanism",
            "gaussian_privacy_loss"]
@@ -214,7 +215,7 @@ def gaussian_sigma(epsilon: float | np.ndarray, delta: float | np.ndarray,
         if np.any(eps >= 1):
             bad = eps[eps >= 1].flat[0]
             raise ValueError(
-                f"epsilon must be in (0, 1) for method='classic', got {bad!r}: the classic "
+                f"epsilon must be in (0, 1) for method='classic', got {shown(bad)}: the classic "
                 "bound (Dwork & Roth 2014, Thm A.1) is proved only for epsilon < 1; use "
                 "method='analytic' (Balle & Wang 2018), valid for every epsilon > 0")
         with np.errstate(over="ignore"):      # inf for a subnormal ε; the mechanism refuses it

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._validate import (as_generator, check_finite_array, check_int, check_positive,
                          check_real, check_real_array)
+from .._validate import shown
 
 __all__ = ["laplace_scale", "laplace_mechanism", "laplace_privacy_loss", "mean_sensitivity",
            "textbook_float_laplace", "float_laplace_reachable"]
@@ -60,7 +61,8 @@ def check_resolution(name: str, x: np.ndarray, sensitivity: float) -> None:
         bound = 2.0 ** min(math.floor(math.log2(sensitivity)) + 43, 1023)
         raise ValueError(
             f"{name} must have every |entry| below about {bound:g} for sensitivity "
-            f"{sensitivity:g} (doubles there are at most sensitivity/1024 apart), got {worst!r}, "
+            f"{sensitivity:g} (doubles there are at most sensitivity/1024 apart), got "
+            f"{shown(worst)}, "
             f"where doubles are {gap:g} apart: neighbouring answers would round further apart "
             "than the sensitivity and the noise would be lost to rounding")
 
@@ -69,7 +71,7 @@ def check_noise_scale(name: str, scale: float) -> float:
     """A computed noise scale (Δ/ε, σ) must be a finite double > 0: an overflow to inf would
     release inf or NaN, an underflow to 0 would release the value itself."""
     if not 0.0 < scale < math.inf:
-        raise ValueError(f"{name} must be a finite noise scale in (0, inf), got {scale!r}; "
+        raise ValueError(f"{name} must be a finite noise scale in (0, inf), got {shown(scale)}; "
                          "choose epsilon and sensitivity of less extreme ratio")
     return scale
 

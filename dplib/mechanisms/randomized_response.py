@@ -36,6 +36,7 @@ from scipy.special import expit
 from .._validate import (as_generator, check_binary_array, check_int, check_positive,
                          check_positive_array, check_probability, check_real,
                          check_real_array)
+from .._validate import shown
 
 __all__ = [
     "rr_p_truth", "rr_epsilon", "coin_flip_p_truth", "randomized_response", "rr_estimate",
@@ -96,7 +97,7 @@ def rr_estimate(reports: object, epsilon: float, *, axis: int | None = -1) -> np
     if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))
                              or not -r.ndim <= int(axis) < r.ndim):
         raise ValueError(f"axis must be None or an integer in [-{r.ndim}, {r.ndim - 1}] "
-                         f"(reports has {r.ndim} dimension(s)), got {axis!r}")
+                         f"(reports has {r.ndim} dimension(s)), got {shown(axis)}")
     # 2p - 1 = tanh(ε/2): no cancellation when ε is tiny.
     estimate = (r.mean(axis=axis) - (1.0 - p)) / np.tanh(epsilon / 2)
     return float(estimate) if np.ndim(estimate) == 0 else estimate
@@ -141,7 +142,8 @@ def rr_simulate_estimates(n: int, proportion: float, epsilon: float, trials: int
     pi = check_probability("proportion", proportion)
     trials = check_int("trials", trials)
     if not isinstance(sample_population, (bool, np.bool_)):
-        raise ValueError(f"sample_population must be True or False, got {sample_population!r}")
+        raise ValueError(f"sample_population must be True or False, got "
+                         f"{shown(sample_population)}")
     p = rr_p_truth(epsilon)
     gen = as_generator(rng)
     if sample_population:
@@ -179,7 +181,7 @@ def rr_posterior(prior: float | np.ndarray, epsilon: float | np.ndarray, *,
     eps = check_positive_array("epsilon", epsilon)
     if isinstance(report, (bool, np.bool_)) or not isinstance(report, (int, np.integer)) \
             or int(report) not in (0, 1):
-        raise ValueError(f"report must be 1 (yes) or 0 (no), got {report!r}")
+        raise ValueError(f"report must be 1 (yes) or 0 (no), got {shown(report)}")
     sign = 1.0 if int(report) == 1 else -1.0
     with np.errstate(divide="ignore"):          # prior 0 or 1: log-odds -inf or +inf, exact
         log_odds = np.log(pi0) - np.log1p(-pi0) + sign * eps

@@ -79,7 +79,7 @@ import secrets
 
 import numpy as np
 
-from .._validate import check_int, check_positive
+from .._validate import check_int, check_positive, shown
 from .discrete import discrete_gaussian
 
 __all__ = ["SECURE_SIGMA_Z", "secure_grid", "secure_gaussian", "secure_add_noise",
@@ -103,7 +103,7 @@ def _check_std(std: object) -> float:
     lo, hi = _STD_RANGE
     if not lo <= s <= hi:
         raise ValueError(f"std must be in [2**-900, 2**900] (the lattice std·2**-15 and its range "
-                         f"must be normal doubles), got {std!r}")
+                         f"must be normal doubles), got {shown(std)}")
     return s
 
 
@@ -159,10 +159,10 @@ def _check_shape(shape: object) -> tuple:
     try:
         dims = tuple(shape)
     except TypeError:
-        raise ValueError(f"shape must be a tuple of integers >= 0, got {shape!r}") from None
+        raise ValueError(f"shape must be a tuple of integers >= 0, got {shown(shape)}") from None
     for s in dims:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or int(s) < 0:
-            raise ValueError(f"shape must be a tuple of integers >= 0, got {shape!r}")
+            raise ValueError(f"shape must be a tuple of integers >= 0, got {shown(shape)}")
     return tuple(int(s) for s in dims)
 
 
@@ -202,7 +202,7 @@ def secure_gaussian(shape: tuple, *, std: float, generator: object = None,
     shape = _check_shape(shape)
     dtype = torch.float32 if dtype is None else dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        raise ValueError(f"dtype must be a floating torch.dtype, got {shown(dtype)}")
     device = as_device("cpu" if device is None else device)
     k = torch.from_numpy(_lattice_noise(shape, generator, device))
     return (k.to(torch.float64) * (s / SECURE_SIGMA_Z)).to(device=device, dtype=dtype)
@@ -249,7 +249,8 @@ def secure_add_noise(total, *, std: float, generator: object = None):
         m = len(generator)
         for name, t in total.items():
             if t.dim() == 0 or t.shape[0] != m:
-                raise ValueError(f"generator must hold one generator per model: total[{name!r}] "
+                raise ValueError(f"generator must hold one generator per model: "
+                                 f"total[{shown(name)}] "
                                  f"has shape {tuple(t.shape)}, got {m} generators")
         per_model = [t.numel() // m for t in tensors]
         k = torch.from_numpy(_lattice_noise((m, sum(per_model)), generator, device))

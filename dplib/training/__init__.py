@@ -45,6 +45,7 @@ from __future__ import annotations
 import importlib
 
 from . import erm  # noqa: F401  (dplib.training.erm: NumPy only)
+from .._validate import shown
 
 # The DP-SGD modules need torch: they load on first use (PEP 562), so that
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
@@ -103,7 +104,7 @@ def __getattr__(name: str) -> object:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value
         return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {shown(__name__)} has no attribute {shown(name)}")
 
 
 def __dir__() -> list[str]:

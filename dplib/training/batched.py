@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, stack_module_state, vmap
 
-from .._validate import check_int, check_positive
+from .._validate import check_int, check_positive, shown
 
 __all__ = ["BatchedModels", "train_models_batched", "train_models_sequential", "check_masks"]
 
@@ -60,7 +60,7 @@ def _model_seeds(seeds: Sequence[int] | None, M: int) -> list[int]:
     if seeds is None:
         return [release_seed(None) for _ in range(M)]
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__len__"):
-        raise ValueError(f"seeds must be None or a sequence of integers >= 0, got {seeds!r}")
+        raise ValueError(f"seeds must be None or a sequence of integers >= 0, got {shown(seeds)}")
     return [release_seed(s, "seeds") for s in seeds]
 
 

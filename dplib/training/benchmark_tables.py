@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from ..tables import format_table
+from .._validate import shown
 
 __all__ = ["SPEED_TABLE", "UTILITY_TABLE", "load_speed_table", "format_speed_table",
            "speed_ratios", "load_utility_table", "utility_accuracy"]
@@ -27,7 +28,7 @@ UTILITY_TABLE = Path(__file__).resolve().parents[1] / "data" / "dpsgd_utility.js
 def _load(path: str | Path, script: str) -> dict:
     p = Path(path)
     if not p.exists():
-        raise ValueError(f"path {str(p)!r} does not exist; run `python benchmarks/{script}`")
+        raise ValueError(f"path {shown(str(p))} does not exist; run `python benchmarks/{script}`")
     return json.loads(p.read_text())
 
 
@@ -48,22 +49,23 @@ def utility_accuracy(table: dict, recipe: str, epsilon: float | None) -> tuple[f
     public-data-only row)."""
     if not isinstance(table, dict) or not isinstance(table.get("results"), list):
         raise ValueError(f"table must be a stored utility table (a dict with a 'results' list), "
-                         f"got {table!r}"[:300])
+                         f"got {shown(table)}"[:300])
     for row in table["results"]:
         if row["recipe"] == recipe and row["epsilon"] == epsilon:
             return 100 * row["test_accuracy_mean"], 100 * row["test_accuracy_std"]
     have = sorted({(r["recipe"], r["epsilon"]) for r in table["results"]}, key=str)
-    raise ValueError(f"(recipe, epsilon) must be one of {have}, got {(recipe, epsilon)!r}"[:600])
+    raise ValueError(f"(recipe, epsilon) must be one of {have}, got "
+                     f"{shown((recipe, epsilon))}"[:600])
 
 
 def speed_ratios(table: dict, model: str) -> dict[str, float]:
     """Milliseconds per step of every method of ``model`` divided by the non-private step's."""
     if not isinstance(table, dict) or not isinstance(table.get("results"), dict):
         raise ValueError(f"table must be a stored speed table (a dict with 'results'), got "
-                         f"{table!r}"[:300])
+                         f"{shown(table)}"[:300])
     if model not in table["results"]:
         raise ValueError(f"model must be one of {sorted(table['results'])} (a stored speed "
-                         f"table's models), got {model!r}")
+                         f"table's models), got {shown(model)}")
     ms = table["results"][model]["ms_per_step"]
     return {m: v / ms["non-private"] for m, v in ms.items()}
 
@@ -72,7 +74,7 @@ def format_speed_table(table: dict) -> str:
     """One row per (model, method): ms per step, × non-private, × Opacus hooks, peak MB."""
     if not isinstance(table, dict) or "results" not in table:
         raise ValueError(f"table must be a stored speed table (a dict with 'results'), got "
-                         f"{table!r}"[:300])
+                         f"{shown(table)}"[:300])
     rows = []
     for model, res in table["results"].items():
         ms, mem = res["ms_per_step"], res.get("peak_mb", {})

@@ -41,6 +41,7 @@ from torch import nn
 from .ghost import check_ghost_supported, ghost_clipped_grad_sum
 from .grads import (check_batch, check_max_grad_norm, clip_factors, clipped_grad_sum,
                     per_example_grads)
+from .._validate import shown
 
 __all__ = ["private_clipped_sum", "exact_clipped_sum", "private_per_example_grads",
            "StateSnapshot"]
@@ -239,7 +240,8 @@ def _fresh(model: nn.Module, snapshot: StateSnapshot | None) -> StateSnapshot:
     if snapshot is None:
         return StateSnapshot(model)
     if not isinstance(snapshot, StateSnapshot) or snapshot.model is not model:
-        raise ValueError(f"snapshot must be a StateSnapshot of this model, got {snapshot!r}"[:200])
+        raise ValueError(f"snapshot must be a StateSnapshot of this model, got "
+                         f"{shown(snapshot)}"[:200])
     snapshot.refresh()
     return snapshot
 
@@ -283,7 +285,7 @@ def private_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y:
     check_batch(x, y)
     c = check_max_grad_norm(max_norm)
     if not isinstance(ghost, bool):
-        raise ValueError(f"ghost must be True or False, got {ghost!r}")
+        raise ValueError(f"ghost must be True or False, got {shown(ghost)}")
     if ghost:
         check_ghost_supported(model)     # reads the model alone: the same answer for any data
     snap = _fresh(model, snapshot)

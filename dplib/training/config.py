@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
 from ..accounting import accountant_names, calibrate_noise, check_delta
 from .grads import check_max_grad_norm
+from .._validate import shown
 
 __all__ = ["RunConfig", "steps_for_epochs", "NOISE_SOURCES"]
 
@@ -86,12 +87,13 @@ class RunConfig:
         put("weight_decay", check_real("weight_decay", self.weight_decay, low=0.0,
                                        low_open=False))
         if (not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2):
-            raise ValueError(f"betas must be a pair (β1, β2) in [0, 1), got {self.betas!r}")
+            raise ValueError(f"betas must be a pair (β1, β2) in [0, 1), got {shown(self.betas)}")
         put("betas", tuple(check_real("betas", b, low=0.0, high=1.0, low_open=False,
                                       high_open=True) for b in self.betas))
         if (self.epochs is None) == (self.steps is None):
-            raise ValueError(f"give exactly one of epochs and steps, got epochs={self.epochs!r}, "
-                             f"steps={self.steps!r}")
+            raise ValueError(f"give exactly one of epochs and steps, got "
+                             f"epochs={shown(self.epochs)}, "
+                             f"steps={shown(self.steps)}")
         if self.steps is not None:
             put("steps", check_int("steps", self.steps))
         else:
@@ -101,15 +103,15 @@ class RunConfig:
             put("expected_batch_size", check_positive("expected_batch_size",
                                                       self.expected_batch_size))
         if not isinstance(self.ghost, bool):
-            raise ValueError(f"ghost must be True or False, got {self.ghost!r}")
+            raise ValueError(f"ghost must be True or False, got {shown(self.ghost)}")
         if self.virtual_batch_size is not None:
             put("virtual_batch_size", check_int("virtual_batch_size", self.virtual_batch_size))
 
     def _check_noise(self) -> None:
         if (self.noise_multiplier is None) == (self.target_epsilon is None):
             raise ValueError(f"give exactly one of noise_multiplier and target_epsilon, got "
-                             f"noise_multiplier={self.noise_multiplier!r}, "
-                             f"target_epsilon={self.target_epsilon!r}")
+                             f"noise_multiplier={shown(self.noise_multiplier)}, "
+                             f"target_epsilon={shown(self.target_epsilon)}")
         if self.target_epsilon is not None:
             object.__setattr__(self, "target_epsilon",
                                check_positive("target_epsilon", self.target_epsilon))

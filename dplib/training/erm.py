@@ -22,6 +22,7 @@ import numpy as np
 
 from .._validate import as_generator, check_finite_array, check_int, check_positive, check_real
 from ..device import release_seed
+from .._validate import shown
 
 __all__ = ["logistic_loss", "logistic_grad", "fit_logistic", "dpgd_sigma", "dpgd_bound",
            "dpgd_steps", "dp_gd_logistic", "output_perturbation_logistic",
@@ -42,7 +43,7 @@ def _real_matrix(name: str, value: object, ndim: int) -> np.ndarray:
     """A non-empty array of finite reals with ``ndim`` dimensions, as float64 (names ``name``)."""
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be an array of real numbers, got {value!r}")
+        raise ValueError(f"{name} must be an array of real numbers, got {shown(value)}")
     if arr.ndim != ndim or arr.size == 0:
         shape = "[n, d]" if ndim == 2 else "[d]"
         raise ValueError(f"{name} must be a non-empty {shape} array, got shape {arr.shape}")
@@ -56,7 +57,7 @@ def _check_xy(X: object, y: object, *, bounded: bool = True) -> tuple[np.ndarray
     X = _real_matrix("X", X, 2)
     y_arr = np.asarray(y)
     if y_arr.dtype != bool and not np.issubdtype(y_arr.dtype, np.number):
-        raise ValueError(f"y must hold binary labels 0/1, got {y!r}")
+        raise ValueError(f"y must hold binary labels 0/1, got {shown(y)}")
     y = y_arr.astype(float)
     if y.shape != (X.shape[0],):
         raise ValueError(f"X must be [n, d] and y [n] with n >= 1, got {X.shape} and {y.shape}")
@@ -173,7 +174,7 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
     for every ε > 0, and several times smaller than the advanced-composition σ.
     """
     if form not in ("derived", "razaviyayn", "gdp"):
-        raise ValueError(f"form must be 'derived', 'razaviyayn' or 'gdp', got {form!r}")
+        raise ValueError(f"form must be 'derived', 'razaviyayn' or 'gdp', got {shown(form)}")
     eps = check_real("epsilon", epsilon, low=0.0, high=math.inf if form == "gdp" else 1.0)
     d = check_real("delta", delta, low=0.0, high=1.0)
     T = check_int("steps", steps)
@@ -197,7 +198,7 @@ def dpgd_bound(epsilon: float, delta: float, steps: object, n: int, d: int,
     (the step size c/√t with the optimal c = D/G). Vectorised over ``steps``."""
     T = np.atleast_1d(np.asarray(steps))
     if T.size == 0 or np.any(T < 1) or not np.issubdtype(T.dtype, np.integer):
-        raise ValueError(f"steps must be integers >= 1, got {steps!r}")
+        raise ValueError(f"steps must be integers >= 1, got {shown(steps)}")
     d = check_int("d", d)
     D = check_positive("diameter", diameter)
     L = check_positive("lipschitz", lipschitz)
@@ -237,7 +238,7 @@ def balanced_lambda(method: str, epsilon: float, delta: float, n: int, d: int,
         return (2 / r) * math.sqrt(math.sqrt(d) * math.sqrt(2 * math.log(1.25 / dl)) / (n * eps))
     if method == "objective":
         return 2 * math.sqrt(2) * d / (eps * n * r)
-    raise ValueError(f"method must be 'output' or 'objective', got {method!r}")
+    raise ValueError(f"method must be 'output' or 'objective', got {shown(method)}")
 
 
 def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps: int,

@@ -70,6 +70,7 @@ from torch.autograd.function import BackwardCFunction
 
 from .ghost_layers import ClipFactors, layer_clipped_sum, layer_path, prepare_layer, use_gram
 from .grads import check_batch, check_max_grad_norm, clip_factors, per_example_losses
+from .._validate import shown
 
 __all__ = ["ghost_norms", "ghost_clipped_grad_sum", "ghost_plan", "check_ghost_supported",
            "GHOST_LAYERS"]
@@ -89,7 +90,7 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
     weights: the ghost norm of each use alone is not the norm of their sum)."""
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__} "
-                         f"{model!r}"[:300])
+                         f"{shown(model)}"[:300])
     out, owner = [], {}
     for name, m in model.named_modules(remove_duplicate=False):
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
@@ -98,14 +99,14 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
         if not isinstance(m, GHOST_LAYERS):
             raise ValueError(
                 f"ghost=True supports trainable parameters only in "
-                f"{[c.__name__ for c in GHOST_LAYERS]}; module {name!r} is "
+                f"{[c.__name__ for c in GHOST_LAYERS]}; module {shown(name)} is "
                 f"{type(m).__name__}. Use ghost=False (per-example gradients by vmap).")
         base = _base_class(m)
         if type(m).forward is not base.forward:
             raise ValueError(f"ghost=True needs the forward of {base.__name__} itself; module "
-                             f"{name!r} ({type(m).__name__}) overrides it. Use ghost=False.")
+                             f"{shown(name)} ({type(m).__name__}) overrides it. Use ghost=False.")
         if isinstance(m, nn.Embedding) and m.max_norm is not None:
-            raise ValueError(f"nn.Embedding(max_norm={m.max_norm}) at {name!r} renormalises "
+            raise ValueError(f"nn.Embedding(max_norm={m.max_norm}) at {shown(name)} renormalises "
                              "the looked-up rows in place during the forward pass: an "
                              "un-noised change that reveals which tokens were in the batch. "
                              "Use max_norm=None.")
@@ -114,14 +115,16 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
                 continue
             if id(p) in owner and owner[id(p)] != name:
                 raise ValueError(
-                    f"parameter {name}.{k} is shared with {owner[id(p)]!r} (tied weights): the "
+                    f"parameter {name}.{k} is shared with {shown(owner[id(p)])} (tied weights): "
+                    f"the "
                     "ghost path computes each layer's norm alone, not the norm of the summed "
                     "gradient. Use ghost=False (per-example gradients by vmap).")
             owner[id(p)] = name
         extra = {k for k, p in m.named_parameters(recurse=False) if p.requires_grad} \
             - {"weight", "bias"}
         if extra:
-            raise ValueError(f"ghost norms do not know parameter(s) {sorted(extra)} of {name!r}")
+            raise ValueError(f"ghost norms do not know parameter(s) {sorted(extra)} of "
+                             f"{shown(name)}")
         if all(m is not o for _, o in out):
             out.append((name, m))
     return out
@@ -160,7 +163,7 @@ def _check_graph(losses: torch.Tensor, mods, records, trainable: dict[int, str])
         var = getattr(node, "variable", None)
         if var is not None and id(var) in trainable:
             raise ValueError(
-                f"parameter {trainable[id(var)]!r} is used outside its own layer's forward "
+                f"parameter {shown(trainable[id(var)])} is used outside its own layer's forward "
                 "(weight reuse through a functional call, tied weights, or a penalty in the "
                 "loss): ghost norms would miss that use. Use ghost=False (per-example "
                 "gradients by vmap).")
@@ -185,7 +188,8 @@ def _refuse_hooks(mods) -> None:
                                                        "_backward_pre_hooks_")
                  if getattr(m, h[:-1], None)]
         if hooks:
-            raise ValueError(f"layer {name!r} has its own {', '.join(hooks)}: a hook changes what "
+            raise ValueError(f"layer {shown(name)} has its own {', '.join(hooks)}: a hook "
+                             f"changes what "
                              "the layer outputs or back-propagates, which the ghost norms do not "
                              "see. Remove the hook or use ghost=False (per-example gradients by "
                              "vmap).")
@@ -230,16 +234,16 @@ def _forward_recorded(model, loss_fn, x, y):
         if len(rec) == 1 and rec[0]["in"].dim() \
                 and {rec[0]["in"].shape[0], rec[0]["out"].shape[0]} != {losses.shape[0]}:
             raise ValueError(
-                f"ghost norms need every layer to see one row per example; {name!r} saw "
+                f"ghost norms need every layer to see one row per example; {shown(name)} saw "
                 f"{rec[0]['in'].shape[0]} input and {rec[0]['out'].shape[0]} output rows for "
                 f"{losses.shape[0]} examples (a model that reshapes the batch, e.g. to "
                 "average augmented copies). Use ghost=False (per-example gradients by vmap).")
         if len(rec) != 1:
             raise ValueError(f"ghost norms need every layer to run exactly once per forward "
-                             f"pass; {name!r} ran {len(rec)} times (weight sharing)")
+                             f"pass; {shown(name)} ran {len(rec)} times (weight sharing)")
         r = rec[0]
         if (r["in"]._version, r["out"]._version) != r["versions"]:
-            raise ValueError(f"the input or output of layer {name!r} was modified in place "
+            raise ValueError(f"the input or output of layer {shown(name)} was modified in place "
                              "after the layer ran (e.g. nn.ReLU(inplace=True)); ghost norms "
                              "need them unchanged. Use inplace=False.")
     records = {k: v[0] for k, v in records.items()}

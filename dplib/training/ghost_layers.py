@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_int
+from .._validate import check_int, shown
 from .grads import row_norms, weighted_example_sum, zero_dead
 
 __all__ = ["use_gram", "layer_path", "prepare_layer", "ClipFactors", "layer_clipped_sum"]
@@ -152,7 +152,8 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
     if conv:
         if isinstance(module.padding, str) or module.padding_mode != "zeros":
             raise ValueError(f"ghost norms support Conv layers with numeric zero padding, got "
-                             f"padding={module.padding!r}, padding_mode={module.padding_mode!r}")
+                             f"padding={shown(module.padding)}, "
+                             f"padding_mode={shown(module.padding_mode)}")
         g = gout.reshape(b, module.groups, fan_out, t)              # positions last (a view)
     else:
         g = gout.reshape(b, t, fan_out)                             # [B, T, O]

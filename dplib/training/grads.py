@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, grad_and_value, vmap
 
-from .._validate import check_int, check_real
+from .._validate import check_int, check_real, shown
 
 __all__ = ["per_example_grads", "clip_per_example", "clip_factors", "per_example_losses",
            "clipped_grad_sum", "cpu_chunk_size", "row_norms", "weighted_example_sum", "zero_dead"]
@@ -42,7 +42,7 @@ def check_batch(x: object, y: object) -> None:
     for name, v in (("x", x), ("y", y)):
         if not isinstance(v, torch.Tensor) or v.dim() == 0:
             raise ValueError(f"{name} must be a torch tensor with a batch dimension, got "
-                             f"{type(v).__name__} {v!r}"[:300])
+                             f"{type(v).__name__} {shown(v)}"[:300])
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"x and y must have the same number of examples, got x with "
                          f"{x.shape[0]} and y with {y.shape[0]}")
@@ -51,18 +51,18 @@ def check_batch(x: object, y: object) -> None:
 def _check_norms(norms: object) -> None:
     if not isinstance(norms, torch.Tensor):
         raise ValueError(f"norms must be a torch tensor of per-example norms >= 0, got "
-                         f"{type(norms).__name__} {norms!r}"[:300])
+                         f"{type(norms).__name__} {shown(norms)}"[:300])
 
 
 def _check_grads(grads: object) -> None:
     """A non-empty dict of per-example gradient tensors sharing one batch size [B, ...]."""
     if not isinstance(grads, dict) or not grads:
         raise ValueError(f"grads must be a non-empty dict of per-example gradient tensors "
-                         f"[B, *param.shape], got {grads!r}"[:300])
+                         f"[B, *param.shape], got {shown(grads)}"[:300])
     bad = [k for k, g in grads.items() if not isinstance(g, torch.Tensor) or g.dim() == 0]
     if bad:
         raise ValueError(f"grads must hold tensors of shape [B, *param.shape], got "
-                         f"{grads[bad[0]]!r} for {bad[0]!r}"[:300])
+                         f"{shown(grads[bad[0]])} for {shown(bad[0])}"[:300])
     sizes = {k: g.shape[0] for k, g in grads.items()}
     if len(set(sizes.values())) != 1:
         raise ValueError(f"grads must hold per-example gradients with the same batch size B, "
@@ -142,7 +142,7 @@ def weighted_example_sum(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     for name, t, dim in (("f", f, 1), ("g", g, None)):
         if not isinstance(t, torch.Tensor) or t.dim() == 0 or (dim and t.dim() != dim):
             raise ValueError(f"{name} must be a torch tensor of per-example values "
-                             f"{'[B]' if dim else '[B, ...]'}, got {t!r}"[:300])
+                             f"{'[B]' if dim else '[B, ...]'}, got {shown(t)}"[:300])
     if f.shape[0] != g.shape[0]:
         raise ValueError(f"f and g must have the same number of examples, got {f.shape[0]} and "
                          f"{g.shape[0]}")
@@ -157,7 +157,7 @@ def zero_dead(t: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     for name, v in (("t", t), ("f", f)):
         if not isinstance(v, torch.Tensor) or v.dim() == 0:
             raise ValueError(f"{name} must be a torch tensor with a batch dimension, got "
-                             f"{v!r}"[:300])
+                             f"{shown(v)}"[:300])
     dead = f == 0
     if bool(dead.any()):
         t = torch.where(dead.view(-1, *([1] * (t.dim() - 1))), torch.zeros_like(t), t)
@@ -182,7 +182,7 @@ def row_norms(rows: torch.Tensor) -> torch.Tensor:
     NaN keeps a non-finite norm (so :func:`clip_factors` zeroes it).
     """
     if not isinstance(rows, torch.Tensor) or rows.dim() != 2:
-        raise ValueError(f"rows must be a 2-d torch tensor [B, D], got {rows!r}"[:300])
+        raise ValueError(f"rows must be a 2-d torch tensor [B, D], got {shown(rows)}"[:300])
     n = torch.linalg.vector_norm(rows, dim=1).double()
     if not rows.is_floating_point() or rows.shape[1] == 0:
         return n
@@ -237,7 +237,7 @@ def cpu_chunk_size(params: dict[str, torch.Tensor]) -> int:
     call (milliseconds for a deep model), hence the floor of 8 and the cap of 64."""
     if not isinstance(params, dict) or not all(isinstance(p, torch.Tensor)
                                                for p in params.values()):
-        raise ValueError(f"params must be a dict of parameter tensors, got {params!r}"[:300])
+        raise ValueError(f"params must be a dict of parameter tensors, got {shown(params)}"[:300])
     per = sum(p.numel() * p.element_size() for p in params.values())
     fit = max(1.0, CHUNK_BYTES / max(per, 1))
     return int(min(64, max(8, 2 ** round(math.log2(fit)))))

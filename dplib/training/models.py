@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_bool, check_int
+from .._validate import check_bool, check_int, shown
 from ..device import release_generator
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
@@ -44,7 +44,7 @@ def make_mlp(in_features: int, num_classes: int, hidden: tuple[int, ...] = (64,)
     d = check_int("in_features", in_features)
     k = check_int("num_classes", num_classes, low=2)
     if not isinstance(hidden, (tuple, list, range)) or not all(isinstance(h, int) and h >= 1 for h in hidden):
-        raise ValueError(f"hidden must be a tuple of positive integers, got {hidden!r}")
+        raise ValueError(f"hidden must be a tuple of positive integers, got {shown(hidden)}")
 
     def build():
         layers: list[nn.Module] = [nn.Flatten()]
@@ -187,7 +187,7 @@ def check_dp_compatible(model: nn.Module) -> None:
     for name, module in model.named_modules():
         if isinstance(module, _REFUSED):
             raise ValueError(
-                f"model contains {type(module).__name__} at {name or '<root>'!r}: batch "
+                f"model contains {type(module).__name__} at {shown(name or '<root>')}: batch "
                 "normalisation mixes the examples of a batch, so per-example clipping does not "
                 "bound one example's influence (DP-SGD's analysis fails). Use nn.GroupNorm "
                 "instead (e.g. nn.GroupNorm(4, channels)).")
@@ -195,11 +195,11 @@ def check_dp_compatible(model: nn.Module) -> None:
                 and module.track_running_stats:
             raise ValueError(
                 f"model contains {type(module).__name__} with track_running_stats=True at "
-                f"{name!r}: its running statistics are an un-noised function of the data. "
+                f"{shown(name)}: its running statistics are an un-noised function of the data. "
                 "Use track_running_stats=False or nn.GroupNorm.")
         if isinstance(module, nn.Embedding) and module.max_norm is not None:
             raise ValueError(
-                f"model contains nn.Embedding(max_norm={module.max_norm}) at {name!r}: it "
+                f"model contains nn.Embedding(max_norm={module.max_norm}) at {shown(name)}: it "
                 "renormalises the looked-up rows of its weight in place during the forward "
                 "pass, an un-noised change that reveals which tokens were in the batch. Use "
                 "max_norm=None (clip the embedding norm, if needed, as a public function of the "
@@ -250,7 +250,7 @@ def forward_must_not_mutate(model: nn.Module) -> Iterator[None]:
                           if before.get(k) != after.get(k)})
         kind, name = changed[0]
         raise ValueError(
-            f"the model changed its {kind} {name!r} during the forward pass ({len(changed)} "
+            f"the model changed its {kind} {shown(name)} during the forward pass ({len(changed)} "
             "change(s) in all): state written from the data in the forward pass is released "
             "without noise. Use modules that do not update parameters, buffers or attributes "
             "when called (e.g. no running statistics, nn.Embedding without max_norm).")
@@ -323,7 +323,8 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor, *,
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(like, torch.Tensor) or like.dim() == 0:
-        raise ValueError(f"like must be a torch tensor with a batch dimension, got {like!r}"[:300])
+        raise ValueError(f"like must be a torch tensor with a batch dimension, got "
+                         f"{shown(like)}"[:300])
     layers = check_bool("layers", layers)
     gen = release_generator(None)      # fresh OS entropy: a fixed probe could be recognised
     shape = (8, *like.shape[1:])   # a sort by a random key keeps 8 rows in place w.p. 1/8!

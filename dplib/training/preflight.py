@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_int, check_real
+from .._validate import check_int, check_real, shown
 from .config import RunConfig
 from .ghost import check_ghost_supported, ghost_plan
 from .grads import check_batch, check_max_grad_norm, per_example_losses
@@ -107,7 +107,7 @@ def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
     noise_multiplier = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
     size = check_int("size", size, low=0)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating-point torch dtype, got {dtype!r}")
+        raise ValueError(f"dtype must be a floating-point torch dtype, got {shown(dtype)}")
     if not math.isfinite(max_grad_norm):
         return
     bound = max_grad_norm * (size + 40.0 * noise_multiplier)

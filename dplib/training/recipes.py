@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_int, check_real
+from .._validate import check_int, check_real, shown
 
 __all__ = ["shift_copies", "AugMult", "augmult_cross_entropy", "ExponentialAverage",
            "PublicPCA", "PublicKernelFeatures"]
@@ -37,7 +37,7 @@ def _check_image_shape(image_shape: object) -> tuple[int, int]:
             or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 2
                        for s in image_shape)):
         raise ValueError(f"image_shape must be a pair (height, width) of integers >= 2, got "
-                         f"{image_shape!r}")
+                         f"{shown(image_shape)}")
     return int(image_shape[0]), int(image_shape[1])
 
 
@@ -98,7 +98,7 @@ class AugMult(nn.Module):
             raise ValueError(f"copies must be 5 or 9, got {self.copies}")
         self.fill = check_real("fill", fill)
         if not isinstance(channels_first, bool):
-            raise ValueError(f"channels_first must be True or False, got {channels_first!r}")
+            raise ValueError(f"channels_first must be True or False, got {shown(channels_first)}")
         self.channels_first = channels_first
         self.model = model
 
@@ -154,7 +154,7 @@ class ExponentialAverage:
     def _check_names(self, params: dict[str, torch.Tensor]) -> None:
         if not isinstance(params, dict) or set(params) != set(self.moment):
             raise ValueError(f"params must be a dict with the names {sorted(self.moment)}, got "
-                             f"{sorted(params) if isinstance(params, dict) else params!r}")
+                             f"{shown(sorted(params) if isinstance(params, dict) else params)}")
 
     @torch.no_grad()
     def update(self, params: dict[str, torch.Tensor]) -> None:
@@ -209,7 +209,7 @@ class PublicPCA(nn.Module):
             raise ValueError(f"components must be in [1, {min(n - 1, d)}] (at most n - 1 and d), "
                              f"got {components}")
         if not isinstance(whiten, bool):
-            raise ValueError(f"whiten must be True or False, got {whiten!r}")
+            raise ValueError(f"whiten must be True or False, got {shown(whiten)}")
         x = x_public.double()
         mean = x.mean(0)
         _, s, vt = torch.linalg.svd(x - mean, full_matrices=False)

@@ -48,7 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_choice, check_int, check_positive, check_real
+from .._validate import check_choice, check_int, check_positive, check_real, shown
 from ..device import as_device, release_seed
 from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
@@ -108,10 +108,10 @@ def _as_tensor(name: str, value: object) -> torch.Tensor:
         if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
                                        or arr.dtype == bool):
             raise ValueError(f"{name} must be a tensor or numeric array with a batch dimension, "
-                             f"got {type(value).__name__} {value!r}"[:300])
+                             f"got {type(value).__name__} {shown(value)}"[:300])
         t = torch.as_tensor(arr)
     if t.dim() == 0:
-        raise ValueError(f"{name} must have a batch dimension, got a scalar {value!r}")
+        raise ValueError(f"{name} must have a batch dimension, got a scalar {shown(value)}")
     return t
 
 
@@ -258,7 +258,7 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     if ema_decay is not None:
         ema_decay = check_real("ema_decay", ema_decay, low=0.0, high=1.0)
     if not isinstance(progress, bool):
-        raise ValueError(f"progress must be True or False, got {progress!r}")
+        raise ValueError(f"progress must be True or False, got {shown(progress)}")
     check_dp_compatible(model)
     x, y = as_tensors(train_data, "train_data", finite=True)
     n, q, T, c = x.shape[0], cfg.sample_rate, cfg.num_steps, cfg.max_grad_norm
