@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,17 @@ def _root_redirect(app, exception) -> None:
         f'<body><a href="{first}">{title}</a></body></html>\n', encoding="utf-8")
 
 
+def _tab_title(app, pagename: str, templatename: str, context: dict[str, Any],
+               doctree) -> None:
+    """The browser tab names the book once: Sphinx writes "<page title> — <book title>", which
+    on the front page (its heading is the book's title) repeats the name. There the tab shows
+    the book's title alone (the student edition's included)."""
+    title = re.sub(r"<[^>]*>", "", context.get("title") or "").strip()
+    docstitle = context.get("docstitle") or ""
+    if title and docstitle.startswith(title):
+        context["title"], context["titlesuffix"] = docstitle, ""
+
+
 def setup(app) -> dict[str, Any]:
     # The notebook kernels this build starts inherit the variable: dplib.widgets then draws each
     # panel's frames (dplib.widget_frames), so its sliders move on the static site (nbval and
@@ -181,4 +193,5 @@ def setup(app) -> dict[str, Any]:
     # template name (the theme's do) stops the handlers after it. The duplicated scripts are
     # registered before any page is written, so they are all there by now.
     app.connect("html-page-context", _dedupe_inline_scripts, priority=100)
+    app.connect("html-page-context", _tab_title, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
