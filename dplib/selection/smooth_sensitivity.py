@@ -22,7 +22,7 @@ by ≤ α or scaling it by e^{±β} changes the probability of any event by at m
 * ``delta = 0`` (pure ε-DP): the Cauchy law h(z) ∝ 1/(1 + z²) (γ = 2 of the family
   1/(1 + |z|^γ) of NRS07, §2.2), admissible with α = β = ε/(2(γ + 1)) = ε/6: release
   median + (6 S*_{ε/6}(x)/ε)·Z. (Shifting by α moves log h by at most α·max|2z/(1+z²)| = α;
-  scaling by e^{λ} by at most 3|λ| — both ≤ ε/2; tests/unit/test_selection_smooth.py checks
+  scaling by e^{λ} by at most |λ| — both ≤ ε/6 < ε/2; tests/unit/test_selection_smooth.py checks
   these two bounds numerically.)
 * ``delta > 0``: Laplace, α = ε/2, β = ε/(2 ln(2/δ)) (NRS07, §2.2, the Laplace example):
   release median + (2 S*_β(x)/ε)·Lap(1). The test file checks the dilation condition's δ/2
