@@ -168,13 +168,18 @@ def _root_redirect(app, exception) -> None:
 
 def _tab_title(app, pagename: str, templatename: str, context: dict[str, Any],
                doctree) -> None:
-    """The browser tab names the book once: Sphinx writes "<page title> — <book title>", which
-    on the front page (its heading is the book's title) repeats the name. There the tab shows
-    the book's title alone (the student edition's included)."""
+    """The browser tab names the book once: Sphinx's layout writes "<page title> — <book
+    title>" (``titlesuffix``, made from ``docstitle`` in the template), which on the front page
+    (its title is the book's) repeats the name. There the tab shows the book's title alone (the
+    student edition's included): the page's ``docstitle`` is emptied, so the template adds no
+    suffix, and the navbar keeps the book's title as its logo text."""
     title = re.sub(r"<[^>]*>", "", context.get("title") or "").strip()
     docstitle = context.get("docstitle") or ""
     if title and docstitle.startswith(title):
-        context["title"], context["titlesuffix"] = docstitle, ""
+        logo = dict(context.get("theme_logo") or {})
+        logo["text"] = logo.get("text") or docstitle
+        context["theme_logo"] = logo
+        context["title"], context["docstitle"] = docstitle, ""
 
 
 def setup(app) -> dict[str, Any]:

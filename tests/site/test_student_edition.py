@@ -13,7 +13,10 @@ import nbformat
 import pytest
 import yaml
 
+from bs4 import BeautifulSoup
+
 from sitecheck import ROOT, chapter_pages, html_pages, soup, toc_pages
+from student_edition import revealing_cells  # tools/ is on the path (sitecheck)
 
 TEXT_SUFFIXES = {".html", ".js", ".ipynb", ".md", ".txt", ".json"}
 
@@ -38,6 +41,16 @@ def test_every_page_of_the_book_is_in_the_student_edition(site, student_site):
     assert not missing, f"pages missing from the student edition: {missing}"
     title = soup(student_site / toc_pages()[0]).title.get_text()
     assert "student edition" in title.lower()
+
+
+def test_the_tab_names_the_book_once(site, student_site):
+    """Sphinx writes "<page title> — <book title>"; the front page's heading is the book's
+    title, and its tab must not repeat it (tools/dpbook_sphinx.py)."""
+    book = yaml.safe_load((ROOT / "_config.yml").read_text())["title"]
+    for where in (site, student_site):
+        for page in toc_pages():
+            title = soup(where / page).title.get_text()
+            assert title.count(book) == 1, f"{page}: tab title {title!r}"
 
 
 @pytest.mark.parametrize("page", chapter_pages())
@@ -130,3 +143,46 @@ def test_launch_buttons_open_notebooks_without_solutions(site, student_site):
     for page in chapter_pages():
         assert {s for p, s in opened if p == page} == {"Colab", "Binder"}, \
             f"{page}: the student edition lost its launch buttons"
+
+
+def _downloads(site: Path, page: str) -> list[Path]:
+    """The notebooks a page's download button offers (links to an .ipynb file of the site)."""
+    found = []
+    for a in soup(site / page).select("a[href]"):
+        href = a["href"].split("#")[0].split("?")[0]
+        if href.endswith(".ipynb") and "://" not in href:
+            found.append(((site / page).parent / href).resolve())
+    return found
+
+
+def _public_text(site: Path, page: str) -> str:
+    """What the reader's page shows outside its solutions (outputs of the shown cells too)."""
+    html = BeautifulSoup((site / page).read_text(encoding="utf-8"), "html.parser")
+    for solution in html.select("div.solution"):
+        solution.decompose()
+    return html.get_text("\n")
+
+
+@pytest.mark.parametrize("page", chapter_pages())
+def test_no_notebook_a_student_can_open_reveals_an_answer(site, student_site, page):
+    """Every notebook a student reaches — the stripped tree the Colab and Binder buttons open
+    (``src/``) and the site's downloadable notebooks — has no cell that reveals an exercise's
+    answer: no ``{solution}`` directive, no code line of a solution, no two numbers that only the
+    solutions state (``student_edition.revealing_cells``; hidden answer checks included, which no
+    page shows but every notebook holds). The reader's downloads are the control: the same
+    check finds the answers there."""
+    chapter = Path(page).with_suffix(".ipynb").as_posix()
+    reader = nbformat.read(ROOT / chapter, as_version=4)
+    public = _public_text(site, page)
+    reader_downloads = _downloads(site, page)
+    assert reader_downloads, f"{page}: the reader's page offers no notebook"
+    for path in reader_downloads:
+        assert revealing_cells(reader, nbformat.read(path, as_version=4), public), \
+            f"control: {path.name} of the reader's edition reveals nothing"
+    student_downloads = _downloads(student_site, page)
+    assert student_downloads, f"{page}: the student edition offers no notebook"
+    opened = [student_site.parent.parent / "src" / chapter, *student_downloads]
+    for path in opened:
+        assert path.is_file(), f"{page}: {path} is missing"
+        leaks = revealing_cells(reader, nbformat.read(path, as_version=4), public)
+        assert not leaks, f"{path}: cells reveal answers: {leaks[:3]}"
