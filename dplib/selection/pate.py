@@ -47,7 +47,11 @@ __all__ = ["teacher_partitions", "vote_histogram", "lnmax", "gnmax", "LNMaxEvent
 def teacher_partitions(n: int, num_teachers: int, *, rng: np.random.Generator | int) -> list:
     """Disjoint index sets, one per teacher, covering 0 … n−1 (a public random split;
     :func:`~.ptr.split_blocks`)."""
-    return split_blocks(n, num_teachers, rng=rng)
+    n = check_int("n", n, low=1)
+    t = check_int("num_teachers", num_teachers, low=1)
+    if t > n:
+        raise ValueError(f"num_teachers must be in [1, n={n}], got {num_teachers!r}")
+    return split_blocks(n, t, rng=rng)
 
 
 def vote_histogram(teacher_predictions: object, num_classes: int) -> np.ndarray:

@@ -128,6 +128,7 @@ def sample_and_aggregate(data: object, statistic: Callable[[np.ndarray], float],
     if not lo < hi:
         raise ValueError(f"(lower, upper) must satisfy lower < upper, got ({lower!r}, {upper!r})")
     agg = check_choice("aggregator", aggregator, ("mean", "median"))
+    dlt = check_real("delta", delta, low=0.0, high=1.0, low_open=False)
     if m > arr.shape[0]:
         raise ValueError(f"num_blocks must be in [2, n={arr.shape[0]}], got {num_blocks!r}")
     blocks = (np.array_split(np.arange(arr.shape[0]), m) if split_seed is None else
@@ -137,4 +138,4 @@ def sample_and_aggregate(data: object, statistic: Callable[[np.ndarray], float],
     gen = release_rng(rng)
     if agg == "mean":
         return float(vals.mean() + gen.laplace(0.0, (hi - lo) / (m * eps)))
-    return smooth_median(vals, eps, lo, hi, delta=delta, rng=gen).value
+    return smooth_median(vals, eps, lo, hi, delta=dlt, rng=gen).value

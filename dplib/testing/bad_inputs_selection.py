@@ -1,9 +1,147 @@
-"""Bad-input table entries for the selection topic (see :mod:`dplib.testing.bad_inputs`)."""
+"""Bad-input table entries for the selection topic (see :mod:`dplib.testing.bad_inputs`):
+:mod:`dplib.selection` — sparse vector, smooth sensitivity, propose-test-release, PATE, tuning."""
 from __future__ import annotations
 
-from .bad_inputs import Spec
+from .bad_inputs import EXCLUDED, INF, NAN, Spec
+
+#: This topic's public callables that are not swept, with the reason; merged into
+#: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
+SELECTION_EXCLUDED: dict[str, str] = {
+    **{f"dplib.selection.{name}": "result record returned by a swept function" for name in (
+        "sparse_vector.SVTResult", "ptr.PTRResult", "smooth_sensitivity.SmoothRelease")},
+    "dplib.selection.sparse_vector.SVTVariant": "record of the fixed table SVT_VARIANTS (its "
+                                                "entries are swept via sparse_vector)",
+    "dplib.selection.smooth_sensitivity.check_bounded_data": "a validator: raising ValueError "
+                                                              "on bad input is all it does (used "
+                                                              "by swept functions)",
+}
+EXCLUDED.update(SELECTION_EXCLUDED)
+
+_X = [[], [NAN], [1.0, INF], "abc", None, [-5.0, 1.0], [[1.0, 2.0]]]     # data in [0, 10]
+_VOTES = [[1.0], [NAN, 1.0], [-1.0, 2.0], [1.5, 2.0], "abc", None]
+_ETA = [-1.0, -2.0, NAN, INF, "0.5", None]
 
 
 def selection_specs() -> list[Spec]:
     """One :class:`Spec` per public callable of the selection topic."""
-    return []
+    import numpy as np
+
+    from .. import selection as S
+    from ..accounting import GaussianEvent
+
+    data = [1.0, 2.0, 4.0, 7.0, 9.0]
+    votes = [[3.0, 1.0, 0.0], [0.0, 2.0, 2.0]]
+    bounds = dict(lower=0.0, upper=10.0)
+    return [
+        Spec("dplib.selection.sparse_vector.sparse_vector", lambda: S.sparse_vector,
+             kwargs=dict(answers=[0.0, 3.0, 1.0], threshold=1.0, epsilon=1.0, c=1, rng=0),
+             params=dict(answers="array", threshold="real", epsilon="pos", c="int1",
+                         sensitivity="pos", variant="choice", rng="release_rng")),
+        Spec("dplib.selection.sparse_vector.above_threshold", lambda: S.above_threshold,
+             kwargs=dict(answers=[0.0, 3.0, 1.0], threshold=1.0, epsilon=1.0, rng=0),
+             params=dict(answers="array", threshold="real", epsilon="pos", sensitivity="pos",
+                         rng="release_rng")),
+        Spec("dplib.selection.sparse_vector.release_rng", lambda: S.release_rng,
+             kwargs=dict(rng=0), params=dict(rng="release_rng")),
+        Spec("dplib.selection.svt_audits.svt_audits", lambda: S.svt_audits,
+             kwargs=dict(epsilon=1.0), params=dict(epsilon="pos")),
+        Spec("dplib.selection.svt_audits.svt_audit_table", lambda: S.svt_audit_table,
+             kwargs=dict(epsilon=1.0, n=100, n_values=100, rng=0),
+             params=dict(epsilon="pos", n="int1", n_values="int1", rng="rng",
+                         confidence="frac_open")),
+        Spec("dplib.selection.smooth_sensitivity.median_sensitivity_at_distance",
+             lambda: S.median_sensitivity_at_distance, kwargs=dict(x=data, **bounds),
+             params=dict(x=_X, lower="real", upper="real")),
+        Spec("dplib.selection.smooth_sensitivity.median_smooth_sensitivity",
+             lambda: S.median_smooth_sensitivity, kwargs=dict(x=data, beta=0.1, **bounds),
+             params=dict(x=_X, beta="pos", lower="real", upper="real")),
+        Spec("dplib.selection.smooth_sensitivity.median_noise_parameters",
+             lambda: S.median_noise_parameters, kwargs=dict(epsilon=1.0, delta=0.0),
+             params=dict(epsilon="pos", delta="delta0")),
+        Spec("dplib.selection.smooth_sensitivity.smooth_median", lambda: S.smooth_median,
+             kwargs=dict(x=data, epsilon=1.0, rng=0, **bounds),
+             params=dict(x=_X, epsilon="pos", lower="real", upper="real", delta="delta0",
+                         rng="release_rng")),
+        Spec("dplib.selection.ptr.distance_to_instability", lambda: S.distance_to_instability,
+             kwargs=dict(x=data, bound=1.0, **bounds),
+             params=dict(x=_X, bound="pos", lower="real", upper="real")),
+        Spec("dplib.selection.ptr.ptr_median", lambda: S.ptr_median,
+             kwargs=dict(x=data, epsilon=1.0, delta=1e-5, bound=1.0, rng=0, **bounds),
+             params=dict(x=_X, epsilon="pos", delta="delta", bound="pos", lower="real",
+                         upper="real", rng="release_rng")),
+        Spec("dplib.selection.ptr.sample_and_aggregate", lambda: S.sample_and_aggregate,
+             kwargs=dict(data=np.arange(20.0), statistic=np.mean, num_blocks=4, epsilon=1.0,
+                         lower=0.0, upper=20.0, rng=0),
+             params=dict(data=["abc", None, [], [["a"]]], statistic=[None, 3, "mean"],
+                         num_blocks=[0, 1, -3, 2.5, NAN, "3", None, True, 21],
+                         epsilon="pos", lower="real", upper="real", aggregator="choice",
+                         delta="delta0", split_seed="seed", rng="release_rng")),
+        Spec("dplib.selection.ptr.split_blocks", lambda: S.split_blocks,
+             kwargs=dict(n=10, num_blocks=3, rng=0),
+             params=dict(n="int1", num_blocks=[0, -3, 2.5, NAN, "3", None, True, 11],
+                         rng="rng")),
+        Spec("dplib.selection.pate.teacher_partitions", lambda: S.teacher_partitions,
+             kwargs=dict(n=10, num_teachers=3, rng=0),
+             params=dict(n="int1", num_teachers=[0, -3, 2.5, NAN, "3", None, True, 11],
+                         rng="rng")),
+        Spec("dplib.selection.pate.vote_histogram", lambda: S.vote_histogram,
+             kwargs=dict(teacher_predictions=[[0, 1], [2, 1]], num_classes=3),
+             params=dict(teacher_predictions=[[[0.5]], None, "abc", [], [[5]], [[-1]],
+                                              [[True]]],
+                         num_classes=[1, 0, -3, 2.5, NAN, "3", None, True])),
+        Spec("dplib.selection.pate.lnmax", lambda: S.lnmax,
+             kwargs=dict(votes=votes, gamma=0.5, rng=0),
+             params=dict(votes=_VOTES, gamma="pos", rng="release_rng")),
+        Spec("dplib.selection.pate.gnmax", lambda: S.gnmax,
+             kwargs=dict(votes=votes, sigma=2.0, rng=0),
+             params=dict(votes=_VOTES, sigma="pos", rng="release_rng")),
+        Spec("dplib.selection.pate.GNMaxEvent", lambda: S.GNMaxEvent,
+             args=(2.0,), params=dict(sigma="pos")),
+        Spec("dplib.selection.pate.LNMaxEvent", lambda: S.LNMaxEvent,
+             args=(0.5,), params=dict(gamma="pos")),
+        Spec("dplib.selection.pate.pate_epsilon", lambda: S.pate_epsilon,
+             kwargs=dict(num_queries=10, delta=1e-5, sigma=20.0),
+             params=dict(num_queries="int1", delta="delta", sigma="pos")),
+        Spec("dplib.selection.pate.gnmax_log_q", lambda: S.gnmax_log_q,
+             kwargs=dict(votes=votes, sigma=2.0), params=dict(votes=_VOTES, sigma="pos")),
+        Spec("dplib.selection.pate.data_dependent_rdp_not_publishable",
+             lambda: S.data_dependent_rdp_not_publishable,
+             kwargs=dict(votes=votes, sigma=2.0, orders=[2.0, 8.0]),
+             params=dict(votes=_VOTES, sigma="pos",
+                         orders=[[0.5, 2.0], [1.0], [NAN], [], "abc"])),
+        Spec("dplib.selection.pate.data_dependent_epsilon_not_publishable",
+             lambda: S.data_dependent_epsilon_not_publishable,
+             kwargs=dict(votes=votes, sigma=2.0, delta=1e-5),
+             params=dict(votes=_VOTES, sigma="pos", delta="delta")),
+        Spec("dplib.selection.tuning.TunedRuns", lambda: S.TunedRuns,
+             kwargs=dict(event=GaussianEvent(2.0), distribution="truncated_negative_binomial",
+                         mean=5.0, eta=0.5),
+             params=dict(event=[None, 1.0, "gauss"], distribution="choice",
+                         mean=[0.5, 0.0, -1.0, NAN, INF, "5", None, 1e7], eta=_ETA)),
+        Spec("dplib.selection.tuning.tuning_rdp", lambda: S.tuning_rdp,
+             kwargs=dict(orders=[2.0, 4.0], base_rdp=[0.1, 0.2], distribution="poisson",
+                         mean=5.0),
+             params=dict(orders=[[0.5, 2.0], [1.0], [NAN], [], "abc", None],
+                         base_rdp=[[0.1], [NAN, 0.1], [-1.0, 0.1], "abc", None],
+                         distribution="choice", mean=[0.5, 0.0, NAN, INF, "5", None])),
+        Spec("dplib.selection.tuning.num_runs_pmf", lambda: S.num_runs_pmf,
+             kwargs=dict(k=[0, 1, 2], distribution="truncated_negative_binomial", mean=5.0,
+                         eta=0.5),
+             params=dict(k=[[-1], [0.5], "abc", None, [True]], distribution="choice",
+                         mean=[0.5, NAN, INF, "5", None], eta=_ETA)),
+        Spec("dplib.selection.tuning.sample_num_runs", lambda: S.sample_num_runs,
+             kwargs=dict(distribution="geometric", mean=5.0, size=3, rng=0),
+             params=dict(distribution="choice", mean=[0.5, NAN, INF, "5", None],
+                         eta=[0.5, NAN, "x"], size="int1", rng="release_rng")),
+        Spec("dplib.selection.tuning.tnb_mean", lambda: S.tnb_mean,
+             kwargs=dict(eta=0.5, gamma=0.2), params=dict(eta=_ETA, gamma="frac_open")),
+        Spec("dplib.selection.tuning.tnb_gamma", lambda: S.tnb_gamma,
+             kwargs=dict(eta=0.5, mean=5.0),
+             params=dict(eta=_ETA, mean=[0.5, 1.0, -1.0, NAN, INF, "2", None])),
+        Spec("dplib.selection.tuning.tuned_dpsgd_epsilon", lambda: S.tuned_dpsgd_epsilon,
+             kwargs=dict(noise_multiplier=1.0, sample_rate=0.01, num_steps=10,
+                         num_candidates=5, delta=1e-5),
+             params=dict(noise_multiplier="pos", sample_rate="rate", num_steps="int1",
+                         num_candidates="int1", delta="delta", distribution="choice",
+                         eta=[0.5, NAN, "x"])),
+    ]
