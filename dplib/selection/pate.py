@@ -23,7 +23,9 @@ alike. A *student* trained on the noisy labels inherits the privacy of the aggre
   bound — for teaching and for comparison; its name says what it is not.
 
 Ties in the vote (equal noisy counts) have probability 0 with continuous noise; ``np.argmax``
-then picks the lowest class index (deterministic). Floating-point caveat: Laplace/Gaussian noise
+then picks the lowest class index (deterministic). Equal raw counts are split by the noise,
+whatever their size: the aggregators add the noise to the gaps n − max n, never to huge counts
+whose rounding would swallow it. Floating-point caveat: Laplace/Gaussian noise
 from numpy's float samplers (Mironov 2012): a teaching implementation.
 """
 from __future__ import annotations
@@ -84,6 +86,16 @@ def _votes(votes: object) -> np.ndarray:
     return v
 
 
+def _gap_over_scale(v: np.ndarray, scale: float) -> np.ndarray:
+    """(n − max n)/scale along the last axis: argmax(n + scale·Z) = argmax(gap/scale + Z) in
+    exact arithmetic, and huge counts or scales neither absorb the noise nor overflow (a scale
+    so large that gap/scale underflows gives the uniform choice, its limit)."""
+    gap = v - v.max(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+        out = np.where(gap == 0, 0.0, gap / scale)
+    return out
+
+
 def lnmax(votes: object, gamma: float, *, rng: np.random.Generator | int | None = None
           ) -> np.ndarray | int:
     """LNMax label per query: argmax_j n_j + Lap(1/γ) (Papernot et al. 2017, eq. (1)); 2γ-DP per
@@ -91,7 +103,8 @@ def lnmax(votes: object, gamma: float, *, rng: np.random.Generator | int | None 
     caveat: numpy's float Laplace sampler (Mironov 2012); only the label is released."""
     v = _votes(votes)
     g = check_positive("gamma", gamma)
-    idx = np.argmax(v + release_rng(rng).laplace(0.0, 1.0 / g, size=v.shape), axis=-1)
+    z = release_rng(rng).laplace(0.0, 1.0, size=v.shape)
+    idx = np.argmax(_gap_over_scale(v, 1.0 / g) + z, axis=-1)
     return int(idx) if idx.ndim == 0 else idx
 
 
@@ -102,7 +115,8 @@ def gnmax(votes: object, sigma: float, *, rng: np.random.Generator | int | None 
     entropy. Floating-point caveat: numpy's float Gaussian sampler (Mironov 2012)."""
     v = _votes(votes)
     s = check_positive("sigma", sigma)
-    idx = np.argmax(v + release_rng(rng).normal(0.0, s, size=v.shape), axis=-1)
+    z = release_rng(rng).normal(0.0, 1.0, size=v.shape)
+    idx = np.argmax(_gap_over_scale(v, s) + z, axis=-1)
     return int(idx) if idx.ndim == 0 else idx
 
 

@@ -55,8 +55,9 @@ def check_bounded_data(x: object, lower: object, upper: object
     declared range means the range is not the data's, and clipping would hide it."""
     lo = check_real("lower", lower)
     hi = check_real("upper", upper)
-    if not lo < hi:
-        raise ValueError(f"(lower, upper) must satisfy lower < upper, got ({lower!r}, {upper!r})")
+    if not lo < hi or not math.isfinite(hi - lo):
+        raise ValueError(f"(lower, upper) must satisfy lower < upper with a finite width "
+                         f"upper - lower, got ({lower!r}, {upper!r})")
     a = check_finite_array("x", x)
     if a.ndim != 1:
         raise ValueError(f"x must be a 1-d array of records, got shape {a.shape}")

@@ -34,7 +34,9 @@ Table 1; each claimed ε-DP; ε₁ is the threshold's share of ε):
 (:mod:`dplib.attacks.audit_stats`) and fails to refute the correct ones.
 
 Ties: a_i + ν_i = T + ρ counts as ⊤ (the ≥ of Dwork & Roth, Alg. 1); with continuous noise it
-has probability 0, and with ``"stoddard"`` (no query noise) it is the documented rule.
+has probability 0, and with ``"stoddard"`` (no query noise) it is the documented rule. The test
+is computed as (a_i − T_i) + ν_i ≥ ρ, so answers and thresholds of any finite size keep their
+noise (no rounding absorbs it); ε so small that a noise scale overflows is refused.
 Floating-point caveat: the Laplace noise is numpy's float sampler (the setting of Mironov 2012);
 only ⊤/⊥ leave the function for the correct variants, but the law is exact only up to rounding:
 a teaching implementation, not a certified sampler.
@@ -176,14 +178,22 @@ def sparse_vector(answers: object, threshold: object, epsilon: float, c: int = 1
     a, t, eps, du = _check_inputs(answers, threshold, epsilon, sensitivity)
     c = check_int("c", c, low=1)
     v = SVT_VARIANTS[check_choice("variant", variant, tuple(SVT_VARIANTS))]
+    with np.errstate(over="ignore"):
+        s_rho, s_nu = du * v.threshold_scale(eps, c), du * v.query_scale(eps, c)
+    if not (math.isfinite(s_rho) and math.isfinite(s_nu)):
+        raise ValueError(f"epsilon / sensitivity: the noise scale sensitivity·{variant} scale/"
+                         f"epsilon overflows for epsilon={eps!r}, sensitivity={du!r}, c={c}")
     gen = release_rng(rng)
     rows = a.shape[:-1]
-    s_rho, s_nu = du * v.threshold_scale(eps, c), du * v.query_scale(eps, c)
     nu = gen.laplace(0.0, s_nu, size=a.shape) if s_nu > 0 else np.zeros(a.shape)
-    noisy = a + nu
+    # Compare (a − T) + ν ≥ ρ: the gap first, so that huge answers and thresholds (|a| ≫ noise)
+    # do not absorb the noise by rounding; a gap that overflows is ±inf, the right limit.
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = a - t
+    noisy = gap + nu
     if not v.resample_threshold:
         rho = gen.laplace(0.0, s_rho, size=rows + (1,))
-        above = noisy >= t + rho
+        above = noisy >= rho
         if v.stops_after_c:
             before = np.cumsum(above, axis=-1) - above        # ⊤ strictly before i
             live = before < c
@@ -200,7 +210,7 @@ def sparse_vector(answers: object, threshold: object, epsilon: float, c: int = 1
         for _ in range(c):
             rho = gen.laplace(0.0, s_rho, size=rows + (1,))
             in_round = (pos >= start) & (start < k)
-            hit = in_round & (noisy >= t + rho)
+            hit = in_round & (noisy >= rho)
             first = _first_true(hit)[..., None]
             stop = np.where(first >= 0, first, k)
             live |= in_round & (pos <= stop)
@@ -209,7 +219,8 @@ def sparse_vector(answers: object, threshold: object, epsilon: float, c: int = 1
     out = np.where(live, above.astype(np.int8), np.int8(-1)).astype(np.int8)
     values = np.full(a.shape, np.nan)
     if v.outputs_values:
-        values = np.where(out == 1, noisy, np.nan)
+        with np.errstate(over="ignore"):
+            values = np.where(out == 1, a + nu, np.nan)
     return SVTResult(out, values, v.name, float(v.claimed(eps, c)), float(v.actual(eps, c)))
 
 

@@ -46,7 +46,8 @@ __all__ = ["DISTRIBUTIONS", "tnb_mean", "tnb_gamma", "num_runs_pmf", "sample_num
 
 #: The laws of the number of runs K, and the η of the truncated negative binomial each fixes.
 DISTRIBUTIONS = ("geometric", "logarithmic", "truncated_negative_binomial", "poisson")
-#: Means E[K] accepted: K = 1 is a single run (no tuning); 1e6 runs is beyond any tuning.
+#: Means E[K] accepted, (1, 1e6]: E[K] = 1 is a single run (no tuning: compose the run itself;
+#: the truncated laws degenerate there, γ = 1); 1e6 runs is beyond any tuning.
 MEAN_RANGE = (1.0, 1e6)
 
 
@@ -72,6 +73,11 @@ def tnb_gamma(eta: float, mean: float) -> float:
     if e == 1.0:
         return 1.0 / m
     lo, hi = 1e-300, 1.0 - 1e-12
+    if tnb_mean(e, lo) < m:     # for η near −1, E[K] ~ |η|/γ^{1+η} grows too slowly in γ
+        raise ValueError(f"mean={m!r} is out of reach for eta={e!r}: D_(η,γ) has mean at most "
+                         f"{tnb_mean(e, lo):.3g} for γ >= 1e-300; use a larger eta")
+    if tnb_mean(e, hi) > m:
+        raise ValueError(f"mean={m!r} is too close to 1 for eta={e!r} (needs γ > 1 - 1e-12)")
     return brentq(lambda g: tnb_mean(e, g) - m, lo, hi, xtol=1e-300, rtol=1e-14, maxiter=500)
 
 
