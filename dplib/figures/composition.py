@@ -54,7 +54,7 @@ def privacy_loss_tail_figure(mu: float = 1.0, epsilon: float = 1.0) -> Figure:
     dens = stats.norm.pdf(x, mean, sd)
     weighted = np.where(x > eps, -np.expm1(np.minimum(eps - x, 0.0)), 0.0) * dens
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
     ax.plot(x, dens, color=COLORS["truth"], lw=1.5, label="density of L")
     ax.fill_between(x, 0, dens, where=x > eps, color=COLORS["baseline"], alpha=0.35,
                     label=f"P[L > ε] = {tail:.3g}")
@@ -66,7 +66,7 @@ def privacy_loss_tail_figure(mu: float = 1.0, epsilon: float = 1.0) -> Figure:
     ax.set_xlabel("privacy loss L")
     ax.set_ylabel("density")
     ax.set_title(f"Gaussian mechanism, μ = Δ/σ = {mu:g}: tail vs exact δ")
-    ax.legend(fontsize=9, loc="upper left")
+    ax.legend(fontsize=10, loc="upper left")
     fig.tight_layout()
     return fig
 
@@ -109,7 +109,7 @@ def accountants_figure(k: int, sigma: float, delta: float) -> Figure:
     pld_j = [PLDAccountant().step(noise_multiplier=sigma, sample_rate=1.0,
                                   num_steps=int(j)).get_epsilon(delta) for j in jp]
 
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7.5, 8.5))
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(5.0, 7.6))
     for y, color, ls, name in ((basic, COLORS["baseline"], "-", "basic"),
                                (adv, COLORS["warning"], "-", "advanced (DRV)"),
                                (opt, COLORS["accent"], "--", "optimal (ε, δ) comp."),
@@ -128,7 +128,7 @@ def accountants_figure(k: int, sigma: float, delta: float) -> Figure:
     ax1.set_xlabel("number of compositions j")
     ax1.set_ylabel("total ε")
     ax1.set_title(f"Gaussian mechanism, σ = {sigma:.3g}, δ = {delta:.1e}")
-    ax1.legend(fontsize=9, loc="upper left")
+    ax1.legend(fontsize=10, loc="upper left")
 
     mean, sd = k / (2 * sigma**2), math.sqrt(k) / sigma
     # fine enough that the grid's pessimistic bias stays invisible at this scale
@@ -151,6 +151,6 @@ def accountants_figure(k: int, sigma: float, delta: float) -> Figure:
     ax2.set_xlabel(f"total privacy loss L after k = {k:,} runs")
     ax2.set_ylabel("density")
     ax2.set_title("Privacy loss distribution after k runs")
-    ax2.legend(fontsize=9, loc="lower left")
+    ax2.legend(fontsize=10, loc="lower left")
     fig.tight_layout()
     return fig

@@ -107,7 +107,7 @@ def pipeline_figure(*, noise_multiplier: float | None = None, max_grad_norm: flo
     ax.add_patch(FancyArrowPatch((xl, centres[0]), (x0 - 0.004, centres[0]), arrowstyle="-|>",
                                  mutation_scale=14, lw=1.3, color=COLORS["neutral"]))
     ax.text(xl - 0.03, (centres[0] + centres[-1]) / 2, "next step ($T$ steps in all)",
-            ha="center", va="center", fontsize=10, color="#555555", rotation=90)
+            ha="center", va="center", fontsize=10.5, color="#555555", rotation=90)
     # brackets: what reads the data, what is free
     for kinds, label, colour in ((("data",), "reads the\nprivate data", COLORS["private"]),
                                  (("post",), "post-\nprocessing:\nfree", "#555555")):
@@ -115,7 +115,7 @@ def pipeline_figure(*, noise_multiplier: float | None = None, max_grad_norm: flo
         lo, hi = min(ys) - h / 2, max(ys) + h / 2
         xb = x0 + w + 0.025
         ax.plot([xb, xb + 0.015, xb + 0.015, xb], [hi, hi, lo, lo], color=colour, lw=1.4)
-        ax.text(xb + 0.03, (lo + hi) / 2, label, ha="left", va="center", fontsize=10,
+        ax.text(xb + 0.03, (lo + hi) / 2, label, ha="left", va="center", fontsize=10.5,
                 color=colour)
     # the accountant, beside the noise
     y_noise = centres[4]
@@ -127,7 +127,7 @@ def pipeline_figure(*, noise_multiplier: float | None = None, max_grad_norm: flo
     ax.text(ax_x + ax_w / 2, y_acc + 0.045, "accountant", ha="center", va="center",
             fontsize=11.5, fontweight="bold", color=COLORS["alt"])
     ax.text(ax_x + ax_w / 2, y_acc - 0.02, "sees only $(\\sigma, q)$\nper step;\n"
-            "$\\varepsilon$ after $T$ steps", ha="center", va="center", fontsize=10,
+            "$\\varepsilon$ after $T$ steps", ha="center", va="center", fontsize=10.5,
             linespacing=1.25)
     ax.add_patch(FancyArrowPatch((x0 + w + 0.004, y_noise), (ax_x - 0.004, y_noise),
                                  arrowstyle="-|>", mutation_scale=14, lw=1.4,
@@ -194,7 +194,7 @@ def gradient_norm_histogram(norms: Mapping[str, object], max_grad_norm: float, *
     lo, hi = positive.min() / 1.5, max(positive.max(), c) * 1.5
     edges = np.geomspace(lo, hi, nbins + 1)
     k = len(sets)
-    fig = Figure(figsize=(6.0, 1.0 + 2.1 * k))
+    fig = Figure(figsize=(5.0, 1.0 + 2.1 * k))
     axes = np.atleast_1d(fig.subplots(k, 1, sharex=True))
     palette = ("neutral", "private", "alt", "accent")
     for ax, (label, v), colour in zip(axes, sets.items(), palette):
@@ -248,7 +248,7 @@ def training_run_figure(result: object, stop_epochs: float, *,
     ep_all = [h["epoch"] for h in hist]
     ep = [h["epoch"] for h in upto]
     blue = COLORS["private"]
-    fig = Figure(figsize=(6.0, 6.2))
+    fig = Figure(figsize=(5.0, 5.8))
     axes = fig.subplots(2, 1, sharex=True)
     for ax, key in zip(axes, ("epsilon", "test_accuracy")):
         ax.plot(ep_all, [h[key] for h in hist], color=blue, alpha=0.25, lw=1.5)

@@ -82,7 +82,7 @@ def neighbour_outputs_figure(epsilon: float, sensitivity: float = 1.0, *,
     width += d
     o = np.union1d(np.linspace(-width, width, 1_001), [0.0, d])   # both peaks on the grid
 
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 6.6), sharex=True)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(5.0, 6.2), sharex=True)
     title = []
     if "laplace" in chosen:
         for centre, ls, name in ((0.0, "-", "D"), (d, "--", "D'")):
@@ -104,7 +104,7 @@ def neighbour_outputs_figure(epsilon: float, sensitivity: float = 1.0, *,
         title.append(f"Gaussian σ = {sig:.3g} ({gaussian_method}, δ = {delta:g})")
     top.set_ylabel("density")
     top.set_title("Outputs on neighbours: f(D) = 0, f(D') = Δ")
-    top.legend(fontsize=9, loc="upper right")
+    top.legend(fontsize=10, loc="upper right")
     for level in (eps, -eps):
         bottom.axhline(level, color=COLORS["truth"], lw=1, ls=":")
     bottom.plot([], [], color=COLORS["truth"], lw=1, ls=":", label="±ε")
@@ -112,8 +112,8 @@ def neighbour_outputs_figure(epsilon: float, sensitivity: float = 1.0, *,
     bottom.set_xlabel("output o")
     bottom.set_ylabel("privacy loss L(o)")
     bottom.set_title("Privacy loss L(o) = ln p_D(o) / p_D'(o)")
-    bottom.legend(fontsize=9, loc="upper right")
-    fig.suptitle(f"ε = {eps:g}, Δ = {d:g}:  " + ";  ".join(title), fontsize=11)
+    bottom.legend(fontsize=10, loc="upper right")
+    fig.suptitle(f"ε = {eps:g}, Δ = {d:g}:  " + "\n".join(title), fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -192,7 +192,7 @@ def local_vs_central_figure(errors: Mapping[str, np.ndarray], *,
     if epsilon is not None:
         epsilon = check_positive("epsilon", epsilon)
     n = arrays["n"]
-    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    fig, ax = plt.subplots(figsize=(5.0, 3.8))
     ax.plot(n, arrays["local_std"], color=COLORS["baseline"],
             label="local: randomized response, ≈ 1/(ε√n)")
     ax.plot(n, arrays["local_simulated"], "o", color=COLORS["baseline"], ms=5)
@@ -208,6 +208,6 @@ def local_vs_central_figure(errors: Mapping[str, np.ndarray], *,
     ax.set_ylabel("error of the proportion (std)")
     where = "" if epsilon is None else f" at ε = {epsilon:g}"
     ax.set_title(f"Local vs central privacy{where}")
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=10)
     fig.tight_layout()
     return fig

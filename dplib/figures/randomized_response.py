@@ -93,7 +93,7 @@ def probability_tree(heads: float = 0.5) -> Figure:
             ax.text(x_leaf, y, f"say {rep}", bbox=dict(box, fc=colour[rep], ec=colour[rep],
                     alpha=0.25), **node)
             ax.text(x_prob, y, _fmt(prob), ha="left", va="center", fontsize=14)
-    ax.text(x_prob + 0.15, 6.2, "path\nprob.", ha="center", va="center", fontsize=11,
+    ax.text(x_prob + 0.15, 6.2, "path\nprob.", ha="center", va="center", fontsize=13,
             color=COLORS["neutral"])
     ratio = p / (1 - p)
     fig.text(0.03, 0.095, f"Pr[say yes | truth yes] = {_fmt(h)} + {_fmt((1 - h) / 2)} = "
@@ -123,7 +123,7 @@ def posterior_curves(epsilons: object = DEFAULT_EPSILONS, *, prior: float = 0.1)
     eps = _check_epsilons(epsilons)
     pi0 = check_probability("prior", prior, low_open=True, high_open=True)
     grid = np.linspace(0.0, 1.0, 401)
-    fig = Figure(figsize=(6.4, 5.0))
+    fig = Figure(figsize=(5.0, 4.0))
     ax = fig.add_subplot()
     ax.plot(grid, grid, ls="--", color=COLORS["neutral"], lw=1.5, label="no change (ε → 0)")
     colours = _curve_colours()
@@ -154,7 +154,7 @@ def tradeoff_region(epsilons: object = DEFAULT_EPSILONS[:3], *, delta: float = 0
     eps = _check_epsilons(epsilons)
     d = check_probability("delta", delta, high_open=True)
     fpr = np.linspace(0.0, 1.0, 401)
-    fig = Figure(figsize=(6.4, 5.0))
+    fig = Figure(figsize=(5.0, 4.0))
     ax = fig.add_subplot()
     ax.plot(fpr, fpr, ls="--", color=COLORS["neutral"], lw=1.5, label="guessing (ε = 0)")
     colours = _curve_colours()

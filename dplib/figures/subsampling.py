@@ -143,7 +143,7 @@ def amplification_figure(noise_multiplier: float = 1.0, sample_rate: float = 0.2
     check_probability("sample_rate", sample_rate, low_open=True, high_open=True)
     _check_rates(sample_rates)
     _check_epsilon_max(epsilon_max)
-    fig = plt.figure(figsize=(6.4, 8.6), layout="constrained")
+    fig = plt.figure(figsize=(5.0, 7.4), layout="constrained")
     ax_a, ax_b = fig.subplots(2, 1)
     draw_subsampled_pair(ax_a, noise_multiplier, sample_rate)
     draw_amplification_curves(ax_b, sample_rates, epsilon_max)
