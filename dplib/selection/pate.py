@@ -8,7 +8,7 @@ alike. A *student* trained on the noisy labels inherits the privacy of the aggre
 
 * **LNMax** (Papernot et al. 2017, §2.1, eq. (1)): argmax_j n_j(x) + Lap(1/γ). Each answer is
   post-processing of the Laplace mechanism on a histogram of ℓ1 sensitivity 2, hence 2γ-DP
-  (Papernot et al. 2017, §3.1; Dwork & Roth 2014, Thm 3.6); its Rényi curve is that of the
+  (Papernot et al. 2017, §3; Dwork & Roth 2014, Thm 3.6); its Rényi curve is that of the
   Laplace mechanism with scale 1/(2γ) per unit of sensitivity (Mironov 2017, Prop. 6).
 * **GNMax** (Papernot et al. 2018, §4.1): argmax_j n_j(x) + N(0, σ²). Data-independent bound:
   (λ, λ/σ²)-RDP per answer (Papernot et al. 2018, Prop. 8: the Gaussian mechanism on ℓ2
@@ -139,7 +139,7 @@ class GNMaxEvent(RDPCurveEvent):
 class LNMaxEvent(RDPCurveEvent):
     """One LNMax answer with noise Lap(1/γ) as an accounting event: the Laplace mechanism's RDP
     (Mironov 2017, Prop. 6) for ℓ1 sensitivity 2, i.e. scale 1/(2γ) per unit; 2γ-DP
-    (Papernot et al. 2017, §3.1)."""
+    (Papernot et al. 2017, §3)."""
 
     gamma: float
 

@@ -11,8 +11,8 @@ The correct algorithms (both ε-DP):
   §3.6, Algorithm 1 and Thm 3.23): ρ ~ Lap(2Δ/ε) once, ν_i ~ Lap(4Δ/ε) per query; report the
   first i with a_i + ν_i ≥ T + ρ. :func:`above_threshold`.
 * **SVT with c answers** (Lyu, Su & Li 2017, "Understanding the sparse vector technique for
-  differential privacy", PVLDB 10(6), Algorithm 1 and Thm 2): ε₁ = ε₂ = ε/2, ρ ~ Lap(Δ/ε₁)
-  once, ν_i ~ Lap(2cΔ/ε₂), stop after c ⊤. For c = 1 it is AboveThreshold.
+  differential privacy", PVLDB 10(6), Algorithm 1, proved (ε₁ + ε₂)-DP in their §3):
+  ε₁ = ε₂ = ε/2, ρ ~ Lap(Δ/ε₁) once, ν_i ~ Lap(2cΔ/ε₂), stop after c ⊤. For c = 1 it is AboveThreshold.
   ``variant="lyu_alg1"``.
 * **Sparse** (Dwork & Roth 2014, Algorithm 2, Thm 3.25 with δ = 0; Lyu et al. Algorithm 2):
   c AboveThreshold runs at ε/c each, ρ redrawn after every ⊤. ``variant="dwork_roth"``.
