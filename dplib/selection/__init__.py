@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from .sparse_vector import (SVT_VARIANTS, SVTResult, SVTVariant, above_threshold,
-                            release_rng, sparse_vector)
+                            release_rng, sparse_vector, svt_error_rates)
 from .pate import (GNMaxEvent, LNMaxEvent, data_dependent_epsilon_not_publishable,
                    data_dependent_rdp_not_publishable, gnmax, gnmax_log_q, lnmax, pate_epsilon,
                    teacher_partitions, vote_histogram)
@@ -23,7 +23,7 @@ from .smooth_sensitivity import (SmoothRelease, median_noise_parameters,
                                  smooth_median)
 from .svt_audits import svt_audit_table, svt_audits
 from .tuning import (DISTRIBUTIONS, TunedRuns, num_runs_pmf, sample_num_runs, tnb_gamma,
-                     tnb_mean, tuned_dpsgd_epsilon, tuning_rdp)
+                     tnb_mean, tuned_dpsgd_epsilon, tuned_epsilons, tuning_rdp)
 
 __all__ = ["SVT_VARIANTS", "SVTResult", "SVTVariant", "above_threshold", "release_rng",
            "sparse_vector", "svt_audit_table", "svt_audits", "DISTRIBUTIONS", "TunedRuns",
@@ -33,4 +33,4 @@ __all__ = ["SVT_VARIANTS", "SVTResult", "SVTVariant", "above_threshold", "releas
            "teacher_partitions", "vote_histogram", "PTRResult", "distance_to_instability",
            "ptr_median", "sample_and_aggregate", "split_blocks", "SmoothRelease",
            "median_noise_parameters", "median_sensitivity_at_distance",
-           "median_smooth_sensitivity", "smooth_median"]
+           "median_smooth_sensitivity", "smooth_median", "svt_error_rates", "tuned_epsilons"]

@@ -53,7 +53,7 @@ from .._validate import check_choice, check_finite_array, check_int, check_posit
 from ..device import release_seed
 
 __all__ = ["SVTVariant", "SVT_VARIANTS", "SVTResult", "above_threshold", "sparse_vector",
-           "release_rng"]
+           "release_rng", "svt_error_rates"]
 
 
 def release_rng(rng: object = None, name: str = "rng") -> np.random.Generator:
@@ -238,3 +238,36 @@ def above_threshold(answers: object, threshold: object, epsilon: float, *,
                         variant="lyu_alg1", rng=rng)
     idx = _first_true(res.answers == 1)
     return int(idx) if idx.ndim == 0 else idx
+
+
+def svt_error_rates(answers: object, threshold: float, epsilon: float, c: int = 1, *,
+                    runs: int = 1000, sensitivity: float = 1.0, variant: str = "lyu_alg1",
+                    rng: np.random.Generator | int | None = None) -> dict:
+    """What SVT gets right on the answers ``answers`` (1-d, k queries), over ``runs`` runs:
+
+    * ``p_above`` (k,): fraction of runs reporting ⊤ for each query; ``p_unanswered`` (k,):
+      fraction where the run had stopped before it;
+    * ``false_above``: mean number of ⊤ on queries below the threshold (a_i < T);
+      ``missed``: mean number of queries at or above T reported ⊥;
+    * ``alpha``: mean over runs of the accuracy α of Dwork & Roth 2014, Def. 3.9 restricted to
+      the answered queries — the smallest α ≥ 0 with a_i ≥ T − α for every ⊤ and a_i ≤ T + α
+      for every ⊥.
+
+    A teaching summary for figures and widgets (it runs the mechanism on known answers; it is
+    not itself a private release). ``rng``: Generator or seed; ``None`` fresh OS entropy."""
+    a = check_finite_array("answers", answers)
+    if a.ndim != 1:
+        raise ValueError(f"answers must be a 1-d array of query answers, got shape {a.shape}")
+    t = check_finite_array("threshold", threshold)
+    if t.ndim != 0:
+        raise ValueError(f"threshold must be a scalar here, got shape {t.shape}")
+    n = check_int("runs", runs, low=1)
+    res = sparse_vector(np.broadcast_to(a, (n, a.size)), float(t), epsilon, c,
+                        sensitivity=sensitivity, variant=variant, rng=rng)
+    ans = res.answers
+    below = a < float(t)
+    err = np.where(ans == 1, float(t) - a, np.where(ans == 0, a - float(t), 0.0))
+    return {"p_above": (ans == 1).mean(0), "p_unanswered": (ans == -1).mean(0),
+            "false_above": float(((ans == 1) & below).sum(1).mean()),
+            "missed": float(((ans == 0) & ~below).sum(1).mean()),
+            "alpha": float(np.maximum(err, 0.0).max(1).mean())}

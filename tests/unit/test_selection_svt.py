@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dplib.selection import SVT_VARIANTS, above_threshold, sparse_vector, svt_audit_table
+from dplib.selection import (SVT_VARIANTS, above_threshold, sparse_vector, svt_audit_table,
+                             svt_error_rates)
 
 
 def _lap_cdf(x, b):
@@ -106,3 +107,12 @@ def test_audits_refute_every_broken_variant_and_no_correct_one():
         assert r["refuted"] == r["broken"], r
         assert r["epsilon_lower"] <= r["actual"]                     # a valid lower bound
     assert min(r["epsilon_lower"] for r in rows if r["broken"]) > 1.5
+
+
+def test_error_rates_summarise_the_runs():
+    a = np.array([0.0, 1.0, 9.0, 2.0, 8.0])
+    out = svt_error_rates(a, 5.0, 50.0, 2, runs=500, rng=0)    # large ε: almost exact
+    np.testing.assert_allclose(out["p_above"], [0, 0, 1, 0, 1], atol=0.02)
+    assert out["false_above"] < 0.05 and out["missed"] < 0.05 and out["alpha"] < 1.0
+    noisy = svt_error_rates(a, 5.0, 0.2, 2, runs=500, rng=0)
+    assert noisy["alpha"] > out["alpha"] and noisy["false_above"] > out["false_above"]

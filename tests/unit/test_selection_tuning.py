@@ -10,7 +10,7 @@ from scipy import stats
 from dplib.accounting import (DEFAULT_ORDERS, GaussianEvent, PLDAccountant, RDPAccountant,
                               dpsgd_event, rdp_to_delta)
 from dplib.selection import (TunedRuns, num_runs_pmf, sample_num_runs, tnb_gamma, tnb_mean,
-                             tuned_dpsgd_epsilon, tuning_rdp)
+                             tuned_dpsgd_epsilon, tuned_epsilons, tuning_rdp)
 
 LAWS = [("geometric", None), ("logarithmic", None), ("truncated_negative_binomial", 0.5),
         ("truncated_negative_binomial", -0.5), ("poisson", None)]
@@ -115,3 +115,14 @@ def test_tuned_dpsgd_epsilon_orders_the_three_answers():
     assert out["reported"] == pytest.approx(one)
     solo = tuned_dpsgd_epsilon(1.1, 256 / 60000, 1000, 1, 1e-5)
     assert solo["reported"] == solo["composed"] == solo["tuned"]
+
+
+def test_tuned_epsilons_matches_the_event_in_the_accountant():
+    run = dpsgd_event(3.0, 1.0, 20)
+    means = [2.0, 10.0, 100.0]
+    for law, eta in (("geometric", None), ("poisson", None), ("truncated_negative_binomial", 0.5)):
+        got = tuned_epsilons(run, means, 1e-5, distribution=law, eta=eta)
+        want = [RDPAccountant().compose(TunedRuns(run, law, m, eta)).get_epsilon(1e-5)
+                for m in means]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.all(np.diff(tuned_epsilons(run, means, 1e-5)) > 0)       # more runs cost more
