@@ -12,8 +12,8 @@ The correct algorithms (both ε-DP):
   first i with a_i + ν_i ≥ T + ρ. :func:`above_threshold`.
 * **SVT with c answers** (Lyu, Su & Li 2017, "Understanding the sparse vector technique for
   differential privacy", PVLDB 10(6), Algorithm 1, proved (ε₁ + ε₂)-DP in their §3):
-  ε₁ = ε₂ = ε/2, ρ ~ Lap(Δ/ε₁) once, ν_i ~ Lap(2cΔ/ε₂), stop after c ⊤. For c = 1 it is AboveThreshold.
-  ``variant="lyu_alg1"``.
+  ε₁ = ε₂ = ε/2, ρ ~ Lap(Δ/ε₁) once, ν_i ~ Lap(2cΔ/ε₂), stop after c ⊤. For c = 1 it is
+  AboveThreshold. ``variant="lyu_alg1"``.
 * **Sparse** (Dwork & Roth 2014, Algorithm 2, Thm 3.25 with δ = 0; Lyu et al. Algorithm 2):
   c AboveThreshold runs at ε/c each, ρ redrawn after every ⊤. ``variant="dwork_roth"``.
 

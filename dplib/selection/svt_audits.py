@@ -11,9 +11,9 @@ non-monotone queries SVT is stated for):
 
 * **pattern pair** — m "below" queries (0 on D, 1 on D') followed by h "above" queries (1 on D,
   0 on D'), statistic: how many answers agree with ⊥^m ⊤^h. Moving the two groups in opposite
-  directions is what the correct proof pays for with noise ν_i ∝ c (Lyu, Su & Li 2017, the privacy
-  proof of their Algorithm 1, §3): Lee & Clifton's noise, which does not grow with c, and Chen et al.'s, with no limit on
-  ⊤, lose to it.
+  directions is what the correct proof pays for with noise ν_i ∝ c (Lyu, Su & Li 2017, the
+  privacy proof of their Algorithm 1, §3): Lee & Clifton's noise, which does not grow with c,
+  and Chen et al.'s, with no limit on ⊤, lose to it.
 * **order pair** — D = (0, 1), D' = (1, 0) with no query noise (Stoddard et al.): the output
   (⊥, ⊤) needs 0 < T + ρ ≤ 1 on D and is impossible on D'.
 * **value pair** — m ⊥ queries (0 on D, 1 on D') then one query at 0 on both, c = 1, statistic:
