@@ -34,7 +34,8 @@ from .composition import (advanced_composition, basic_composition, group_privacy
                           optimal_composition_delta, optimal_composition_epsilon)
 from .gdp import clt_mu, gdp_epsilon
 from .pld import PLDAccountant, compose, subsampled_gaussian_pld
-from .events import (ComposedEvent, DpEvent, GaussianEvent, LaplaceEvent, PoissonSampledEvent,
+from .events import (BandedMatrixMechanismEvent, ComposedEvent, DpEvent, EquivalentEvent,
+                     GaussianEvent, LaplaceEvent, MatrixMechanismEvent, PoissonSampledEvent,
                      RDPCurveEvent, SampledWithoutReplacementEvent, SelfComposedEvent, dpsgd_event)
 from .rdp import (DEFAULT_ORDERS, OPACUS_ORDERS, RDPAccountant, gaussian_rdp, laplace_rdp,
                   rdp_to_delta, rdp_to_epsilon, subsampled_gaussian_rdp)
@@ -52,6 +53,7 @@ __all__ = [
     "gdp_epsilon", "group_privacy", "amplified_advanced_composition", "Accountant", "calibrate",
     "safe_log_root", "DpEvent", "GaussianEvent", "LaplaceEvent", "PoissonSampledEvent",
     "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent", "RDPCurveEvent",
+    "EquivalentEvent", "MatrixMechanismEvent", "BandedMatrixMechanismEvent",
     "dpsgd_event", "laplace_rdp", "make_accountant", "register_accountant", "accountant_names",
     "wor_gaussian_pld", "wor_gaussian_epsilon", "check_delta", "check_orders",
 ]

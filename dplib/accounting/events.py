@@ -24,7 +24,11 @@ Events:
   replace-one: n is public);
 * :class:`SelfComposedEvent`, :class:`ComposedEvent` — sequential (adaptive) composition;
 * :class:`RDPCurveEvent` — a mechanism that states its own Rényi-DP curve (e.g. the gradient
-  encoding of :mod:`dplib.encoding`); only Rényi accountants can consume it.
+  encoding of :mod:`dplib.encoding`); only Rényi accountants can consume it;
+* :class:`EquivalentEvent` — a mechanism whose privacy a theorem reduces to another event:
+  :class:`MatrixMechanismEvent` (a matrix-factorisation mechanism, one Gaussian release) and
+  :class:`BandedMatrixMechanismEvent` (banded MF with cyclic Poisson sampling, Choquette-Choo et
+  al. 2023, Thm 4); every accountant consumes them through the event they reduce to.
 
 >>> from dplib.accounting import RDPAccountant
 >>> run = SelfComposedEvent(PoissonSampledEvent(256 / 60000, GaussianEvent(1.1)), 14062)
@@ -42,7 +46,8 @@ from .._validate import check_int, check_probability, check_real, shown
 
 __all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "SampledEvent", "PoissonSampledEvent",
            "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent",
-           "RDPCurveEvent", "Step", "dpsgd_event", "flatten"]
+           "RDPCurveEvent", "EquivalentEvent", "MatrixMechanismEvent",
+           "BandedMatrixMechanismEvent", "Step", "dpsgd_event", "flatten"]
 
 #: The noise multipliers the accountants take. Outside it σ² or 1/σ² leaves the float range
 #: (σ = 1e200 raised OverflowError, σ = 1e-200 divided by zero); the answers there would be
@@ -154,6 +159,75 @@ class RDPCurveEvent(DpEvent):
         raise NotImplementedError
 
 
+class EquivalentEvent(DpEvent):
+    """A mechanism whose privacy is, by a theorem, exactly that of another event: subclasses
+    implement :meth:`equivalent`, and every accountant accounts the event it returns (the
+    reduction is stated once, in the subclass, not in any accountant)."""
+
+    def equivalent(self) -> DpEvent:  # pragma: no cover
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class MatrixMechanismEvent(EquivalentEvent):
+    """One release of a matrix-factorisation mechanism B(Cx + z) (Li, Miklau, Hay, McGregor &
+    Rastogi 2015; Denisov, McMahan, Rush, Smith & Thakurta 2022, Sec. 2): x stacks the n clipped
+    gradient sums (each record contributes vectors of ℓ2 norm ≤ C_clip to the steps it takes
+    part in), z ~ N(0, σ²C_clip²·I). Cx changes by at most ``sensitivity``·C_clip between
+    neighbours (add/remove one record, under the run's participation pattern:
+    :func:`dplib.mechanisms.matrix_factorization.sensitivity`), so the whole sequence is ONE
+    Gaussian mechanism with noise multiplier σ/``sensitivity``, and B(·) is post-processing
+    (Denisov et al. 2022, Thm 2.1). No amplification: the batches may be fixed (cyclic)."""
+
+    noise_multiplier: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
+        object.__setattr__(self, "sensitivity", check_real(
+            "sensitivity", self.sensitivity, low=0.0, high=1e100, high_open=False))
+
+    def equivalent(self) -> DpEvent:
+        return GaussianEvent(self.noise_multiplier / self.sensitivity)
+
+
+@dataclass(frozen=True)
+class BandedMatrixMechanismEvent(EquivalentEvent):
+    """``num_steps`` steps of a b-banded matrix mechanism (C lower-triangular with ``bands`` b
+    nonzero diagonals, largest column norm ``sensitivity``) on cyclic Poisson batches: the records
+    are split into b fixed groups, step t Poisson-samples group t mod b at rate ``sample_rate``
+    q̂. By Choquette-Choo, Ganesh, McKenna, McMahan, Rush, Thakurta & Xu 2023 ("(Amplified)
+    Banded Matrix Factorization", Thm 4) this is exactly as private as ⌈num_steps/b⌉ DP-SGD steps
+    with Poisson rate q̂ and noise multiplier σ/``sensitivity`` (add/remove adjacency; a record's
+    participations are b steps apart, and the columns of C they touch are orthogonal). The expected
+    batch size is q̂·N/b."""
+
+    noise_multiplier: float
+    sample_rate: float
+    num_steps: int
+    bands: int
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
+        object.__setattr__(self, "sample_rate",
+                           check_probability("sample_rate", self.sample_rate, low_open=True))
+        object.__setattr__(self, "num_steps", check_int("num_steps", self.num_steps))
+        object.__setattr__(self, "bands", check_int("bands", self.bands))
+        object.__setattr__(self, "sensitivity", check_real(
+            "sensitivity", self.sensitivity, low=0.0, high=1e100, high_open=False))
+
+    @property
+    def participations(self) -> int:
+        """⌈num_steps / b⌉: the most steps one record can take part in."""
+        return -(-self.num_steps // self.bands)
+
+    def equivalent(self) -> DpEvent:
+        return SelfComposedEvent(PoissonSampledEvent(
+            self.sample_rate, GaussianEvent(self.noise_multiplier / self.sensitivity)),
+            self.participations)
+
+
 @dataclass(frozen=True)
 class Step:
     """One leaf of a flattened event: ``count`` runs of the mechanism ``mechanism`` — an event
@@ -198,6 +272,8 @@ def flatten(event: DpEvent, count: int = 1) -> Iterator[Step]:
         yield Step(type(inner), inner.noise_multiplier, event.sample_rate, sampling, count)
     elif isinstance(event, (GaussianEvent, LaplaceEvent)):
         yield Step(type(event), event.noise_multiplier, 1.0, "poisson", count)
+    elif isinstance(event, EquivalentEvent):
+        yield from flatten(event.equivalent(), count)
     elif isinstance(event, RDPCurveEvent):
         yield Step(type(event), 1.0, 1.0, "poisson", count, curve=event)
     else:

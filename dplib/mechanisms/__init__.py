@@ -14,6 +14,8 @@ Modules are named for the mechanism they hold; everything public is re-exported 
 * ``discrete`` — exact discrete Laplace / Gaussian samplers (Canonne, Kamath & Steinke 2020);
 * ``exponential`` — the exponential mechanism and report-noisy-max.
 * ``secure_noise`` — DP-SGD Gaussian noise on an exact lattice, hardened against float attacks.
+* ``matrix_factorization`` — matrix-factorisation mechanisms (tree, square root, optimal, banded):
+  correlated noise for prefix sums and DP-FTRL training, sensitivity under participations.
 """
 from .discrete import (bernoulli_exp, discrete_gaussian, discrete_gaussian_delta,
                        discrete_gaussian_mechanism, discrete_gaussian_pmf, discrete_laplace,
@@ -26,6 +28,12 @@ from .laplace import (float_laplace_reachable, laplace_mechanism, laplace_privac
                       laplace_scale, mean_sensitivity, textbook_float_laplace)
 from .secure_noise import (SECURE_SIGMA_Z, secure_add_noise, secure_gaussian, secure_grid,
                            secure_noise_multiplier, secure_sensitivity)
+from .matrix_factorization import (Factorization, banded_factorization, decoder,
+                                   identity_factorization, max_participation_sum,
+                                   momentum_workload, noise_for_steps, optimal_factorization,
+                                   pattern_sensitivity, prefix_workload, sensitivity,
+                                   sqrt_coefficients, sqrt_factorization, tree_factorization,
+                                   workload_error)
 from .randomized_response import (coin_flip_p_truth, randomized_response, rr_epsilon,
                                   rr_estimate, rr_estimator_variance, rr_p_truth,
                                   rr_posterior, rr_simulate_estimates)
@@ -43,4 +51,8 @@ __all__ = [
     "exponential_mechanism_probabilities", "exponential_mechanism", "report_noisy_max",
     "SECURE_SIGMA_Z", "secure_grid", "secure_gaussian", "secure_add_noise", "secure_sensitivity",
     "secure_noise_multiplier",
+    "Factorization", "prefix_workload", "momentum_workload", "sqrt_coefficients",
+    "tree_factorization", "sqrt_factorization", "optimal_factorization", "banded_factorization",
+    "identity_factorization", "sensitivity", "pattern_sensitivity", "workload_error", "decoder",
+    "noise_for_steps", "max_participation_sum",
 ]
