@@ -4,7 +4,8 @@
   variants catalogued by Lyu, Su & Li (2017); :mod:`.svt_audits` refutes the broken ones.
 * :mod:`.smooth_sensitivity` — smooth sensitivity of the median and its admissible noise
   (Nissim, Raskhodnikova & Smith 2007); :mod:`.ptr` — propose-test-release (Dwork & Lei 2009)
-  and sample-and-aggregate.
+  and sample-and-aggregate; :mod:`.median_audits` refutes noise scaled to the local
+  sensitivity and does not refute these.
 * :mod:`.pate` — PATE's noisy-max aggregation, its data-independent accounting events and the
   (not publishable) data-dependent bound (Papernot et al. 2017, 2018).
 * :mod:`.tuning` — private hyper-parameter tuning with a random number of runs (Liu & Talwar
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from .sparse_vector import (SVT_VARIANTS, SVTResult, SVTVariant, above_threshold,
                             release_rng, sparse_vector, svt_error_rates)
+from .median_audits import median_audit_table, median_audits
 from .pate import (GNMaxEvent, LNMaxEvent, data_dependent_epsilon_not_publishable,
                    data_dependent_rdp_not_publishable, gnmax, gnmax_log_q, lnmax, pate_epsilon,
                    teacher_partitions, vote_histogram)
@@ -33,4 +35,5 @@ __all__ = ["SVT_VARIANTS", "SVTResult", "SVTVariant", "above_threshold", "releas
            "teacher_partitions", "vote_histogram", "PTRResult", "distance_to_instability",
            "ptr_median", "sample_and_aggregate", "split_blocks", "SmoothRelease",
            "median_noise_parameters", "median_sensitivity_at_distance",
-           "median_smooth_sensitivity", "smooth_median", "svt_error_rates", "tuned_epsilons"]
+           "median_smooth_sensitivity", "smooth_median", "svt_error_rates", "tuned_epsilons",
+           "median_audit_table", "median_audits"]

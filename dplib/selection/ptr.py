@@ -55,36 +55,44 @@ def distance_to_instability(x: object, bound: float, lower: float, upper: float)
 
 @dataclass(frozen=True)
 class PTRResult:
-    """Result of :func:`ptr_median`: ``value`` (None when the test refused: ⊥), ``passed``,
+    """Result of :func:`ptr_median`: ``value`` (None when the test refused: ⊥; with ``size``, an
+    array with NaN for ⊥), ``passed``,
     ``noisy_distance`` d̂ and ``test_threshold`` ln(1/δ)/ε — both part of the private output
     (d̂ is released through the test) — and the guarantee ``epsilon_total`` = 2ε at ``delta``."""
 
-    value: float | None
-    passed: bool
-    noisy_distance: float
+    value: float | None | np.ndarray
+    passed: bool | np.ndarray
+    noisy_distance: float | np.ndarray
     test_threshold: float
     epsilon_total: float
     delta: float
 
 
 def ptr_median(x: object, epsilon: float, delta: float, bound: float, lower: float,
-               upper: float, *, rng: np.random.Generator | int | None = None) -> PTRResult:
+               upper: float, *, size: int | None = None,
+               rng: np.random.Generator | int | None = None) -> PTRResult:
     """Propose-test-release for the median with proposed local-sensitivity bound ``bound``
-    (module note; (2ε, δ)-DP, replace-one, n public). ``rng``: Generator or seed for
-    experiments, ``None`` (default) fresh OS entropy. Floating-point caveat: numpy's float
-    Laplace sampler (Mironov 2012)."""
+    (module note; (2ε, δ)-DP, replace-one, n public). ``size``: None (default) for one release,
+    or the number of independent releases on the same data (then ``value`` is an array with
+    NaN for ⊥, ``passed`` and ``noisy_distance`` arrays; for audits and figures). ``rng``:
+    Generator or seed for experiments, ``None`` (default) fresh OS entropy. Floating-point
+    caveat: numpy's float Laplace sampler (Mironov 2012)."""
     xs, lo, hi = check_bounded_data(x, lower, upper)
     eps = check_positive("epsilon", epsilon)
     d = check_real("delta", delta, low=0.0, high=1.0)
     b = check_positive("bound", bound)
+    shape = None if size is None else (check_int("size", size, low=1),)
     gen = release_rng(rng)
     dist = distance_to_instability(xs, b, lo, hi)
-    d_hat = dist + float(gen.laplace(0.0, 1.0 / eps))
+    d_hat = dist + gen.laplace(0.0, 1.0 / eps, shape)
     thr = math.log(1.0 / d) / eps
-    if d_hat <= thr:
-        return PTRResult(None, False, d_hat, thr, 2 * eps, d)
+    passed = d_hat > thr
     med = float(xs[(xs.size + 1) // 2 - 1])
-    return PTRResult(med + float(gen.laplace(0.0, b / eps)), True, d_hat, thr, 2 * eps, d)
+    value = np.where(passed, med + gen.laplace(0.0, b / eps, shape), np.nan)
+    if size is None:
+        return PTRResult(float(value) if passed else None, bool(passed), float(d_hat), thr,
+                         2 * eps, d)
+    return PTRResult(value, passed, d_hat, thr, 2 * eps, d)
 
 
 def split_blocks(n: int, num_blocks: int, *, rng: np.random.Generator | int) -> list:

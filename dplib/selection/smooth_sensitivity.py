@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_finite_array, check_positive, check_real
+from .._validate import check_finite_array, check_int, check_positive, check_real
 from .sparse_vector import release_rng
 
 __all__ = ["check_bounded_data", "median_sensitivity_at_distance", "median_smooth_sensitivity",
@@ -114,12 +114,12 @@ def median_noise_parameters(epsilon: float, delta: float = 0.0) -> dict:
 
 @dataclass(frozen=True)
 class SmoothRelease:
-    """Result of :func:`smooth_median`: the released ``value``; ``noise_scale`` = S/α;
+    """Result of :func:`smooth_median`: the released ``value`` (an array with ``size``); ``noise_scale`` = S/α;
     ``smooth_sensitivity`` S*_β(x) and ``beta``, ``law``. Only ``value`` is private: the
     smooth sensitivity and the scale depend on the data and are returned for teaching (NRS07
     warn that publishing them is a release of its own)."""
 
-    value: float
+    value: float | np.ndarray
     noise_scale: float
     smooth_sensitivity: float
     beta: float
@@ -127,20 +127,25 @@ class SmoothRelease:
 
 
 def smooth_median(x: object, epsilon: float, lower: float, upper: float, *,
-                  delta: float = 0.0, rng: np.random.Generator | int | None = None
-                  ) -> SmoothRelease:
+                  delta: float = 0.0, size: int | None = None,
+                  rng: np.random.Generator | int | None = None) -> SmoothRelease:
     """The median of x released with smooth-sensitivity noise: (ε, 0)-DP with Cauchy noise
     (``delta=0``) or (ε, δ)-DP with Laplace noise, replace-one neighbours, n public
     (NRS07, Lemma 2.6 with the laws of :func:`median_noise_parameters`).
 
+    ``size``: None (default) for one release (``value`` a float), or the number of independent
+    releases on the same data (``value`` an array; for audits and figures — each costs ε).
     ``rng``: Generator or seed for experiments; ``None`` (default) fresh OS entropy.
     Floating-point caveat: numpy's float Cauchy/Laplace samplers (Mironov 2012)."""
     xs, lo, hi = check_bounded_data(x, lower, upper)
     p = median_noise_parameters(epsilon, delta)
+    shape = None if size is None else (check_int("size", size, low=1),)
     gen = release_rng(rng)
     a = _a_k(xs, lo, hi)
     s = float(np.max(np.exp(-p["beta"] * np.arange(a.size)) * a))
-    z = gen.standard_cauchy() if p["law"] == "cauchy" else gen.laplace(0.0, 1.0)
+    z = gen.standard_cauchy(shape) if p["law"] == "cauchy" else gen.laplace(0.0, 1.0, shape)
     scale = s / p["alpha"]
     med = float(xs[(xs.size + 1) // 2 - 1])
-    return SmoothRelease(med + scale * float(z), scale, s, p["beta"], p["law"])
+    value = med + scale * z
+    return SmoothRelease(float(value) if size is None else value, scale, s, p["beta"],
+                         p["law"])

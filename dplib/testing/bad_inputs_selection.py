@@ -20,6 +20,7 @@ EXCLUDED.update(SELECTION_EXCLUDED)
 _X = [[], [NAN], [1.0, INF], "abc", None, [-5.0, 1.0], [[1.0, 2.0]]]     # data in [0, 10]
 _VOTES = [[1.0], [NAN, 1.0], [-1.0, 2.0], [1.5, 2.0], "abc", None]
 _ETA = [-1.0, -2.0, NAN, INF, "0.5", None]
+_SIZE = [0, -3, 2.5, NAN, "3", True]                                     # None: one release
 
 
 def selection_specs() -> list[Spec]:
@@ -66,14 +67,21 @@ def selection_specs() -> list[Spec]:
         Spec("dplib.selection.smooth_sensitivity.smooth_median", lambda: S.smooth_median,
              kwargs=dict(x=data, epsilon=1.0, rng=0, **bounds),
              params=dict(x=_X, epsilon="pos", lower="real", upper="real", delta="delta0",
-                         rng="release_rng")),
+                         size=_SIZE, rng="release_rng")),
         Spec("dplib.selection.ptr.distance_to_instability", lambda: S.distance_to_instability,
              kwargs=dict(x=data, bound=1.0, **bounds),
              params=dict(x=_X, bound="pos", lower="real", upper="real")),
         Spec("dplib.selection.ptr.ptr_median", lambda: S.ptr_median,
              kwargs=dict(x=data, epsilon=1.0, delta=1e-5, bound=1.0, rng=0, **bounds),
              params=dict(x=_X, epsilon="pos", delta="delta", bound="pos", lower="real",
-                         upper="real", rng="release_rng")),
+                         upper="real", size=_SIZE, rng="release_rng")),
+        Spec("dplib.selection.median_audits.median_audits", lambda: S.median_audits,
+             kwargs=dict(epsilon=1.0, delta=1e-3),
+             params=dict(epsilon="pos", delta=[0.0, 0.5, -0.1, NAN, "1e-3", None])),
+        Spec("dplib.selection.median_audits.median_audit_table", lambda: S.median_audit_table,
+             kwargs=dict(epsilon=1.0, delta=1e-3, n=100, rng=0),
+             params=dict(epsilon="pos", delta=[0.0, 0.5, -0.1, NAN, "1e-3", None], n="int1",
+                         rng="rng", confidence="frac_open")),
         Spec("dplib.selection.ptr.sample_and_aggregate", lambda: S.sample_and_aggregate,
              kwargs=dict(data=np.arange(20.0), statistic=np.mean, num_blocks=4, epsilon=1.0,
                          lower=0.0, upper=20.0, rng=0),

@@ -129,3 +129,22 @@ def test_sample_and_aggregate_mean_and_non_finite_blocks():
     blocks = np.array_split(data, 40)
     expect = np.mean([5.0] + [b.mean() for b in blocks[1:]])
     assert out == pytest.approx(expect, abs=1e-3)
+
+
+def test_local_sensitivity_noise_refuted_smooth_and_ptr_not():
+    from dplib.selection import median_audit_table
+    rows = {r["name"]: r for r in median_audit_table(1.0, 1e-3, n=20_000, rng=0)}
+    broken = [r for r in rows.values() if r["broken"]]
+    assert len(broken) == 1 and broken[0]["refuted"] and broken[0]["epsilon_lower"] > 5
+    assert not any(r["refuted"] for r in rows.values() if not r["broken"])
+
+
+def test_size_gives_independent_releases_of_the_same_law():
+    x = np.array([1.0, 2.0, 4.0, 7.0, 9.0])
+    many = smooth_median(x, 1.0, L, U, size=4000, rng=0)
+    assert many.value.shape == (4000,)
+    one = [smooth_median(x, 1.0, L, U, rng=g).value for g in range(300)]
+    assert stats.ks_2samp(many.value, one).pvalue > 1e-3
+    p = ptr_median(x, 1.0, 0.01, 3.0, L, U, size=1000, rng=0)
+    assert p.value.shape == p.passed.shape == (1000,)
+    assert np.isnan(p.value[~p.passed]).all() and np.isfinite(p.value[p.passed]).all()
