@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import logsumexp
 
 from dplib.accounting import (DEFAULT_ORDERS, GaussianEvent, PLDAccountant, RDPAccountant,
                               dpsgd_event, rdp_to_delta)
@@ -126,3 +127,34 @@ def test_tuned_epsilons_matches_the_event_in_the_accountant():
                 for m in means]
         np.testing.assert_allclose(got, want, rtol=1e-12)
     assert np.all(np.diff(tuned_epsilons(run, means, 1e-5)) > 0)       # more runs cost more
+
+
+@pytest.mark.parametrize("law,eta", LAWS)
+def test_bound_is_above_the_exact_rdp_of_a_tuned_randomized_response(law, eta):
+    # Base: randomized response, P[1] = p on D, q on D' (ε0-DP). "Best of K" with 1 > 0 outputs
+    # 1 iff some run does: P[1] = 1 − E[(1−p)^K]; with K = 0 (Poisson) it outputs nothing.
+    # Its exact Rényi divergence, both directions, must lie below the theorem's bound.
+    eps0, mean = 1.0, 8.0
+    p, q = math.exp(eps0) / (1 + math.exp(eps0)), 1 / (1 + math.exp(eps0))
+    k = np.arange(0, 20_000)
+    pmf = num_runs_pmf(k, law, mean, eta=eta)
+
+    def law_of(prob):
+        none = pmf[0]
+        one = 1 - (pmf * (1 - prob) ** k).sum()
+        return np.array([none, 1 - one - none, one])
+
+    P, Q = law_of(p), law_of(q)
+    orders = DEFAULT_ORDERS
+
+    def renyi(a, b):
+        keep = (a > 0) & (b > 0)                  # the two laws share their support here
+        a, b = a[keep], b[keep]
+        terms = orders[:, None] * np.log(a)[None, :] + (1 - orders[:, None]) * np.log(b)[None, :]
+        return logsumexp(terms, axis=1) / (orders - 1)
+    exact = np.maximum(renyi(P, Q), renyi(Q, P))
+    base = np.maximum(renyi(np.array([0, 1 - p, p]), np.array([0, 1 - q, q])),
+                      renyi(np.array([0, 1 - q, q]), np.array([0, 1 - p, p])))
+    bound = tuning_rdp(orders, base, law, mean, eta=eta)
+    assert (exact <= bound + 1e-9).all()
+    assert exact.max() > 0.5 * eps0                                  # an informative pair
