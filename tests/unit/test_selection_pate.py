@@ -89,3 +89,41 @@ def test_aggregators_follow_consensus_and_noise():
     close = np.tile([50.0, 50.0, 0.0], (4000, 1))
     share = np.mean(gnmax(close, 10.0, rng=1) == 0)
     assert 0.45 < share < 0.55                                      # a tie is split by the noise
+
+
+def _gnmax_label_law(votes, sigma):
+    """P[GNMax = j] = ∫ φ(z) Π_{i≠j} Φ(z + (n_j − n_i)/σ) dz (noise N(0, σ²) on every count),
+    in log space on a fine grid (accurate to far below the 1e-7 probabilities used here)."""
+    from scipy.integrate import simpson
+    from scipy.stats import norm
+    z = np.linspace(-14, 14, 40_001)
+    out = []
+    for j in range(len(votes)):
+        log_f = norm.logpdf(z) + sum(norm.logcdf(z + (votes[j] - votes[i]) / sigma)
+                                    for i in range(len(votes)) if i != j)
+        out.append(simpson(np.exp(log_f), x=z))
+    p = np.array(out)
+    return p / p.sum()
+
+
+def test_data_dependent_bound_is_above_the_exact_divergence_to_every_neighbour():
+    # Papernot et al. 2018, Thm 6 bounds D_λ(M(D) ‖ M(D')) for every neighbour D' of D (one
+    # teacher moves its vote). Exact label laws by integration, all k(k−1) moves.
+    sigma, votes = 5.0, np.array([40.0, 5.0, 5.0])
+    orders = np.array([2.0, 4.0, 8.0, 12.0])
+    bound = data_dependent_rdp_not_publishable(votes[None, :], sigma, orders)
+    assert (bound < orders / sigma**2).all()                 # the theorem applies here
+    p = _gnmax_label_law(votes, sigma)
+    worst = np.zeros(orders.size)
+    for a in range(3):
+        for b in range(3):
+            if a != b and votes[a] > 0:
+                moved = votes.copy()
+                moved[a] -= 1
+                moved[b] += 1
+                q = _gnmax_label_law(moved, sigma)
+                d = np.log((p[None, :] ** orders[:, None] * q[None, :] ** (1 - orders[:, None]))
+                           .sum(1)) / (orders - 1)
+                worst = np.maximum(worst, d)
+    assert (worst <= bound).all()
+    assert worst.max() > 1e-6                              # the pair is not trivial
