@@ -23,7 +23,7 @@ ASSIGNMENTS_OUT := _build/assignments
 ASSIGNMENTS_URL ?=
 
 .PHONY: help setup book book-student assignments test test-unit test-notebooks test-book \
-	test-student test-site test-assignments browser lab sync clean
+	test-student test-site test-assignments test-fast browser lab sync clean
 
 help:
 	@echo "make book          build the website into _build/html (sets everything up first)"
@@ -31,6 +31,7 @@ help:
 	@echo "                   student edition, site in Chromium, autograded assignments"
 	@echo "make book-student  the student edition (no solutions) into $(STUDENT_OUT)/_build/html"
 	@echo "make assignments   student and autograder versions of assignments/ into $(ASSIGNMENTS_OUT)"
+	@echo "make test-fast     the edit-test loop: dplib's tests without the slow ones, on two processes"
 	@echo "make lab           open the chapters in JupyterLab"
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
@@ -77,6 +78,13 @@ test: test-unit test-notebooks test-book test-student test-site test-assignments
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit tests/adversary tests/book tests/audit -q
+
+# The edit-test loop (a few minutes at most): every test not marked slow (chapter runs, worker
+# processes, statistical audits), on two processes with one thread each (torch's default threads
+# oversubscribe two cores).
+test-fast: $(STAMP)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/unit tests/adversary tests/book tests/audit \
+		-q -m "not slow" -n 2 -p no:cacheprovider
 
 test-notebooks: $(STAMP)
 	DPBOOK_QUICK=1 $(PY) -m pytest --nbval-lax -p no:cacheprovider chapters/ -q

@@ -419,6 +419,7 @@ def test_a_clipping_norm_whose_sum_could_overflow_is_refused_up_front():
           noise_multiplier=1.0, max_grad_norm=1e30, seed=0)          # far from the edge: fine
 
 
+@pytest.mark.slow
 def test_experiment_drivers_draw_fresh_seeds_unless_given_one():
     """The drivers that train private models for the chapters' experiments (MIA populations,
     canary audits, the Dirac-canary audit) have no public default seed either: without one

@@ -12,3 +12,16 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("dplib-audit", derandomize=True, max_examples=40, deadline=None,
                           database=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
+
+
+#: Statistical audits and stress grids: measurements that take seconds each, left out of
+#: `make test-fast` (the bad-input sweep and the float-safety checks stay in it).
+SLOW_MODULES = {"test_accountant_stress.py", "test_audit_ladder.py", "test_dpsgd_audit.py",
+                "test_mechanism_audits.py", "test_properties.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

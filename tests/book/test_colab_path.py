@@ -42,6 +42,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import sync_notebooks as S  # noqa: E402
 
 CHAPTERS = S.chapter_notebooks()
+#: Each test here runs a whole chapter: left out of `make test-fast`.
+pytestmark = pytest.mark.slow
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MANAGER_URL = "https://colab.example/custom-widget-manager.js"
 PROBE = "DPBOOK_COLAB_PROBE "

@@ -19,6 +19,9 @@ from dplib.training import (make_logistic_regression, make_mlp, train, train_dis
 from dplib.training.distributed import BroadcastPrivatizer, launch
 from dplib.training.engine import GaussianPrivatizer
 
+#: Each test here spawns worker processes: left out of `make test-fast`.
+pytestmark = pytest.mark.slow
+
 N, D = 60, 5
 RUNS = {   # name -> (ghost, train keyword arguments); the same seed everywhere
     "vmap-sgd": (False, dict(sample_rate=0.3, lr=0.5, steps=8, noise_multiplier=1.0,

@@ -37,6 +37,7 @@ def _dpa_pld(event, steps, relation):
     return acc.compose(event, steps).get_epsilon(DELTA)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("s, c, q, steps", RUNS)
 def test_same_run_same_epsilon_in_every_accountant_and_relation(s, c, q, steps):
     sigma = s / c                                   # the one unit: noise std / clipping norm

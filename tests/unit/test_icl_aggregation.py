@@ -306,6 +306,7 @@ def test_ptr_distance_is_a_safe_stability_margin():
         assert abs(ptr_distance(g, k) - d0) <= 1
 
 
+@pytest.mark.slow
 def test_ptr_release_probability_is_the_laplace_tail():
     h = np.array([30, 22, 3, 2])                                # gap 19: dist = 9
     eps, delta = 1.0, 1e-3

@@ -224,7 +224,10 @@ def test_the_switch_picks_each_model_and_its_data(books):
             load_model(bad)
 
 
+@pytest.mark.slow
 def test_stored_table_is_what_the_benchmark_computes(tiny, books):
+    """The stored model table is what benchmarks/icl_models.py computes now. Marked slow (about
+    40 s): it reruns the benchmark's report on the tiny transformer."""
     table = load_model_table()
     assert {"offline", "tiny"} <= set(table["models"])
     prov = table["provenance"]["tiny"]

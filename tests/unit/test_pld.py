@@ -19,6 +19,7 @@ def _dp_accounting_eps(q, sigma, T, pessimistic):
     return d.self_compose(T).get_epsilon_for_delta(1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q,sigma,T,published", CASES)
 def test_epsilon_matches_dp_accounting_and_is_above_lower_bound(q, sigma, T, published):
     eps = PLDAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=T).get_epsilon(1e-5)

@@ -146,6 +146,7 @@ def _log_a_mpmath(alpha, q, sigma, dps=60):
     return mp.log(mp.quad(f, [-mp.inf, -10 * s_, 0, 10 * s_, mp.inf]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q,sigma", [(1e-8, 1000.0), (1e-9, 1e4), (1e-7, 1e4)])
 def test_fractional_orders_stay_upper_bounds_below_round_off(q, sigma):
     """A_α − 1 ≈ 1e-22 is below the round-off of the fractional series (terms of size 1): it once

@@ -163,6 +163,7 @@ def test_ema_is_the_normalised_exponential_weighting_of_the_iterates():
         ema.update({"v": w0})
 
 
+@pytest.mark.slow
 def test_train_with_ema_is_post_processing():
     """Same seed: same σ, ε and noise; a decay near 0 gives back the last iterate, and the
     average differs from it otherwise."""

@@ -161,6 +161,7 @@ def test_released_iterates_small_batches_use_replace_one_sensitivity_2L():
     assert got == pytest.approx(want, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_released_iterates_after_each_step_match_single_calls():
     """An integer array K gives ε after each of those steps: for a constant step and for a
     schedule with fewer distinct η than max_groups, exactly the scalar calls."""
@@ -174,6 +175,7 @@ def test_released_iterates_after_each_step_match_single_calls():
         assert np.all(np.diff(curve) > 0)
 
 
+@pytest.mark.slow
 def test_released_iterates_calibration_is_the_smallest_sigma():
     etas = decreasing_step_sizes(BETA, P["lam"], 30)
     for m in (1, 50, P["n"]):

@@ -95,6 +95,7 @@ def test_default_accountants_are_unchanged_by_the_new_keywords():
 
 @pytest.mark.parametrize("sigma, q, steps", [(1.1, 256 / 60000, 14062), (0.8, 0.01, 1000),
                                              (2.0, 0.1, 100), (0.5, 0.05, 50), (3.0, 0.3, 20)])
+@pytest.mark.slow
 def test_pld_replace_one_matches_dp_accounting(sigma, q, steps):
     ref = dpa_pld.PLDAccountant(NR.REPLACE_ONE, value_discretization_interval=1e-4)
     ref.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), steps)

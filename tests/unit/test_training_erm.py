@@ -133,6 +133,7 @@ def test_dp_gd_converges_when_the_noise_vanishes():
     assert logistic_loss(w, X, Y) - logistic_loss(best, X, Y) < 2e-3
 
 
+@pytest.mark.slow
 def test_output_perturbation_sensitivity_and_noise():
     lam, n = 0.1, len(Y)
     w = fit_logistic(X, Y, lam=lam, steps=3000)
@@ -258,6 +259,7 @@ def test_objective_perturbation_is_eps_dp_by_change_of_variables():
     assert lam_total > lam and _max_privacy_loss(n, lam, eps_p) > 5 * eps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,lam,eps,samples", [(5, 0.1, 1.0, 300), (4, 1e-3, 0.5, 150)])
 def test_objective_perturbation_noise_law_in_one_dimension(n, lam, eps, samples):
     """The real mechanism in d = 1 releases argmin (1/n)Σℓ + (λ_total/2)w² + bw/n with
