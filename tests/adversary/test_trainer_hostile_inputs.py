@@ -1,4 +1,4 @@
-"""DP-SGD under attack, second review: what the trainers checked too late, too narrowly or not at
+"""DP-SGD under attack: what the trainers once checked too late, too narrowly or not at
 all (the reviewer's proofs of concept: a record that raises only when sampled, a float16 head
 behind a float32 parameter, batch norm through ``noisy_gradient``, a batch-centring ``nn.Tanh``
 subclass in the batched trainer, a never-seeded ``torch.Generator``).
