@@ -51,7 +51,7 @@ from .._validate import shown
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
 _SUBMODULES = ("ghost", "ghost_layers", "grads", "models", "trainer", "engine", "batched",
                "distributed", "benchmark_tables", "recipes", "config", "preflight",
-               "clipped_sum", "release")
+               "clipped_sum", "release", "correlated")
 _LAZY = {
     **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms", "ghost_plan"),
                     "ghost"),
@@ -69,6 +69,8 @@ _LAZY = {
     **dict.fromkeys(("private_clipped_sum", "exact_clipped_sum"), "clipped_sum"),
     **dict.fromkeys(("NotPrivate", "publishable"), "release"),
     **dict.fromkeys(("GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker"), "engine"),
+    **dict.fromkeys(("MatrixPrivatizer", "cyclic_batches", "run_factorization", "run_groups",
+                     "NOISE_CORRELATIONS"), "correlated"),
     **dict.fromkeys(("BatchedModels", "train_models_batched", "train_models_sequential"),
                     "batched"),
     **dict.fromkeys(("BroadcastPrivatizer", "train_distributed", "train_models_distributed"),
@@ -93,7 +95,9 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "load_speed_table", "format_speed_table", "speed_ratios", "load_utility_table",
            "utility_accuracy",
            "AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA",
-           "PublicKernelFeatures", "shift_copies"]
+           "PublicKernelFeatures", "shift_copies",
+           "MatrixPrivatizer", "cyclic_batches", "run_factorization", "run_groups",
+           "NOISE_CORRELATIONS"]
 
 
 def __getattr__(name: str) -> object:

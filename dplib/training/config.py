@@ -19,7 +19,8 @@ import math
 from dataclasses import dataclass
 
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
-from ..accounting import accountant_names, calibrate_noise, check_delta
+from ..accounting import (BandedMatrixMechanismEvent, DpEvent, MatrixMechanismEvent,
+                          accountant_names, calibrate, calibrate_noise, check_delta)
 from .grads import check_max_grad_norm
 from .._validate import shown
 
@@ -51,7 +52,9 @@ class RunConfig:
     entropy when the run starts (a fixed seed is for experiments, never for a release).
     ``noise``: one of :data:`NOISE_SOURCES`. ``ghost``/``virtual_batch_size`` choose how the
     clipped sum is computed (the same sum either way). ``device``: where to train (None: the GPU
-    when there is one)."""
+    when there is one). ``noise_correlation``: "independent" (DP-SGD, Poisson batches) or a
+    matrix mechanism — "tree", "sqrt", "optimal" on cyclic batches, "banded" (with ``bands`` b)
+    on cyclic Poisson batches (:mod:`dplib.training.correlated`)."""
 
     sample_rate: float
     lr: float
@@ -72,6 +75,8 @@ class RunConfig:
     noise: str = "float"
     seed: int | None = None
     device: object = None
+    noise_correlation: str = "independent"
+    bands: int | None = None
 
     def __post_init__(self) -> None:
         put = lambda k, v: object.__setattr__(self, k, v)   # noqa: E731 - frozen dataclass
@@ -106,6 +111,41 @@ class RunConfig:
             raise ValueError(f"ghost must be True or False, got {shown(self.ghost)}")
         if self.virtual_batch_size is not None:
             put("virtual_batch_size", check_int("virtual_batch_size", self.virtual_batch_size))
+        self._check_correlation()
+
+    def _check_correlation(self) -> None:
+        from .correlated import NOISE_CORRELATIONS, run_groups   # sibling; imports config
+        check_choice("noise_correlation", self.noise_correlation, NOISE_CORRELATIONS)
+        if self.noise_correlation != "banded":
+            if self.bands is not None:
+                raise ValueError(f"bands is only for noise_correlation='banded', got "
+                                 f"bands={shown(self.bands)} with noise_correlation="
+                                 f"{shown(self.noise_correlation)}")
+        else:
+            b = check_int("bands", self.bands)
+            if b > self.num_steps:
+                raise ValueError(f"bands must be in [1, steps={self.num_steps}], got {b}")
+            object.__setattr__(self, "bands", b)
+        if self.noise_correlation == "independent":
+            return
+        if self.noise != "float":
+            raise ValueError(f"noise must be 'float' with a matrix mechanism (noise_correlation="
+                             f"{shown(self.noise_correlation)}), got {shown(self.noise)}")
+        if math.isinf(self.max_grad_norm):
+            raise ValueError("max_grad_norm must be finite with a matrix mechanism (clipping "
+                             "bounds the sensitivity), got inf")
+        run_groups(self.noise_correlation, self.sample_rate, self.num_steps, self.bands)
+
+    def correlated_event(self, sigma: float) -> DpEvent:
+        """The event of a matrix-mechanism run with noise multiplier ``sigma`` (per unit of
+        sensitivity): :class:`~dplib.accounting.MatrixMechanismEvent` on cyclic batches, or
+        :class:`~dplib.accounting.BandedMatrixMechanismEvent` (cyclic Poisson, "banded")."""
+        from .correlated import run_groups
+        groups, rate = run_groups(self.noise_correlation, self.sample_rate, self.num_steps,
+                                  self.bands)
+        if self.noise_correlation == "banded":
+            return BandedMatrixMechanismEvent(sigma, rate, self.num_steps, groups)
+        return MatrixMechanismEvent(sigma)
 
     def _check_noise(self) -> None:
         if (self.noise_multiplier is None) == (self.target_epsilon is None):
@@ -136,6 +176,9 @@ class RunConfig:
         """σ: ``noise_multiplier``, or calibrated to ``target_epsilon`` at (δ, q, T)."""
         if self.target_epsilon is None:
             return self.noise_multiplier
+        if self.noise_correlation != "independent":
+            return calibrate(self.correlated_event, self.target_epsilon, self.delta,
+                             accountant=self.accountant, name="noise_multiplier")
         return calibrate_noise(self.target_epsilon, self.delta, self.sample_rate,
                                self.num_steps, self.accountant)
 

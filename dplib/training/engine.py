@@ -175,6 +175,9 @@ class EpsilonTracker:
             else accountant
         self.accountant = self._factory()
         self._one = privatizer.event(sample_rate, 1)
+        # a privatizer whose steps are one mechanism (a matrix mechanism) states the event of t
+        # steps itself instead of one step composed t times
+        self._stepwise = getattr(privatizer, "per_step_events", True)
         self._fresh = self._factory()
         if self._one is not None and not self._fresh.supports(self._one):
             self._fresh.compose(self._one)     # raises the accountant's reason, by name
@@ -187,6 +190,9 @@ class EpsilonTracker:
         """ε after t steps (∞ for a non-private run)."""
         if not self.private:
             return math.inf
+        if t < self.steps and not self._stepwise:
+            return float(self._factory().compose(self.privatizer.event(self.sample_rate, t))
+                         .get_epsilon(self.delta))
         if t < self.steps:
             return float(self._fresh.epsilon_after(self._one, t, self.delta))
         return self.final()

@@ -54,7 +54,9 @@ from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
 from .clipped_sum import StateSnapshot, private_clipped_sum
 from .config import NOISE_SOURCES, RunConfig, steps_for_epochs  # noqa: F401
+from .correlated import MatrixPrivatizer, cyclic_batches, run_factorization, run_groups
 from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
+from ..mechanisms.matrix_factorization import sensitivity as mf_sensitivity
 from .grads import check_max_grad_norm
 from .models import check_dp_compatible
 from .preflight import (as_tensors, check_every_record_runs, check_sum_range,  # noqa: F401
@@ -62,7 +64,7 @@ from .preflight import (as_tensors, check_every_record_runs, check_sum_range,  #
 from .release import NotPrivate
 
 __all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits",
-           "make_accountant", "make_optimizer", "make_privatizer"]
+           "make_accountant", "make_optimizer", "make_privatizer", "run_batches"]
 
 
 @dataclass
@@ -204,7 +206,8 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
           expected_batch_size: float | None = None, noise: str = "float",
           eval_data: object = None, eval_every: int | None = None,
           loss_fn: Callable | None = None, progress: bool = False,
-          noise_device: str = "cpu", ema_decay: float | None = None) -> TrainResult:
+          noise_device: str = "cpu", ema_decay: float | None = None,
+          noise_correlation: str = "independent", bands: int | None = None) -> TrainResult:
     """Train ``model`` in place with DP-SGD (``optimizer="sgd"``) or DP-Adam (``"adam"``).
 
     The run's public settings are a :class:`~dplib.training.config.RunConfig`: pass one as
@@ -246,6 +249,14 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     the end (:class:`~dplib.training.recipes.ExponentialAverage`); ``history`` still evaluates the
     raw iterates. The average is a function of the released iterates: post-processing, so ε is
     unchanged. ``None`` (default): the last iterate.
+
+    ``noise_correlation`` (default "independent": DP-SGD as above) chooses a matrix-factorisation
+    mechanism instead — "tree", "sqrt", "optimal" (cyclic batches: the records split once into
+    G = round(1/q) groups, step t takes group t mod G; no amplification) or "banded" with
+    ``bands`` b (cyclic Poisson batches: b groups, each Poisson-sampled at q·b). Only the
+    batches and the privatizer stage change (:mod:`dplib.training.correlated`); the accountant
+    sees :class:`~dplib.accounting.MatrixMechanismEvent` or
+    :class:`~dplib.accounting.BandedMatrixMechanismEvent`.
     """
     cfg = RunConfig.build(config, dict(
         sample_rate=sample_rate, lr=lr, epochs=epochs, steps=steps,
@@ -253,7 +264,8 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
         max_grad_norm=max_grad_norm, delta=delta, optimizer=optimizer, momentum=momentum,
         weight_decay=weight_decay, betas=betas, accountant=accountant,
         expected_batch_size=expected_batch_size, ghost=ghost,
-        virtual_batch_size=virtual_batch_size, noise=noise, seed=seed, device=device))
+        virtual_batch_size=virtual_batch_size, noise=noise, seed=seed, device=device,
+        noise_correlation=noise_correlation, bands=bands))
     check_choice("noise_device", noise_device, ("cpu", "device"))
     if ema_decay is not None:
         ema_decay = check_real("ema_decay", ema_decay, low=0.0, high=1.0)
@@ -281,7 +293,7 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     if ema_decay is not None:
         from .recipes import ExponentialAverage   # a sibling module; imported where it is used
         ema = ExponentialAverage(params, ema_decay)
-    batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
+    batches = run_batches(cfg, n, seed)
     noise_gen = None          # "secure": fresh CSPRNG entropy for every draw, not the seed
     if cfg.noise == "float":
         noise_gen = torch.Generator(device="cpu" if noise_device == "cpu" else dev)
@@ -368,8 +380,34 @@ def make_optimizer(config: RunConfig, params: dict[str, torch.Tensor]) -> torch.
                             weight_decay=config.weight_decay)
 
 
-def make_privatizer(config: RunConfig, sigma: float, numel: int) -> GaussianPrivatizer:
+def run_batches(config: RunConfig, n: int, seed: int) -> list[np.ndarray]:
+    """The run's batches of record indices from ``seed``: Poisson batches at rate q (DP-SGD), or
+    the cyclic (Poisson) batches of a matrix mechanism
+    (:func:`~dplib.training.correlated.cyclic_batches`)."""
+    rng = np.random.default_rng(seed)
+    if config.noise_correlation == "independent":
+        return poisson_batches(n, config.sample_rate, config.num_steps, rng=rng)
+    groups, rate = run_groups(config.noise_correlation, config.sample_rate, config.num_steps,
+                              config.bands)
+    return cyclic_batches(n, groups, config.num_steps, rate, rng)
+
+
+def make_privatizer(config: RunConfig, sigma: float, numel: int
+                    ) -> GaussianPrivatizer | MatrixPrivatizer:
     """The privatizer stage for a run: N(0, σ²C²) from ``config.noise``'s source, on a sum of
-    ``numel`` coordinates (the trainable parameters)."""
+    ``numel`` coordinates (the trainable parameters); for a matrix mechanism
+    (``config.noise_correlation``), the correlated noise of its factorisation, scaled by the
+    sensitivity under the run's participations (⌈T/G⌉ steps, G apart; the largest column norm
+    for amplified banded MF)."""
+    if config.noise_correlation != "independent":
+        T = config.num_steps
+        groups, rate = run_groups(config.noise_correlation, config.sample_rate, T, config.bands)
+        fact = run_factorization(config.noise_correlation, T, momentum=config.momentum,
+                                 bands=config.bands)
+        if config.noise_correlation == "banded":
+            return MatrixPrivatizer(fact, sigma, config.max_grad_norm, bands=groups,
+                                    group_rate=rate)
+        sens = mf_sensitivity(fact.C, participations=-(-T // groups), min_separation=groups)
+        return MatrixPrivatizer(fact, sigma, config.max_grad_norm, sensitivity=sens)
     return GaussianPrivatizer(sigma, config.max_grad_norm, source=config.noise,
                               numel=numel if config.noise == "secure" else None)
