@@ -99,6 +99,7 @@ def test_seeded_runs_repeat_and_default_draws_fresh_entropy():
     assert len(draws) > 1
 
 
+@pytest.mark.slow      # a statistical audit: 4·10⁵ runs per side of the value pair (~2–4 s)
 def test_audits_refute_every_broken_variant_and_no_correct_one():
     rows = svt_audit_table(1.0, n=20_000, n_values=200_000, rng=0)
     assert {r["variant"] for r in rows if r["broken"]} == {"roth_notes", "lee_clifton",
