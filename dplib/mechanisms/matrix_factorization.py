@@ -109,7 +109,10 @@ def momentum_workload(n: int, momentum: float, lr: object = None) -> np.ndarray:
     if lr is None:
         eta = np.ones(n)
     else:
-        eta = np.asarray(lr, dtype=np.float64)
+        try:
+            eta = np.asarray(lr, dtype=np.float64)
+        except (TypeError, ValueError):
+            eta = np.full(1, np.nan)
         if eta.shape != (n,) or not np.all(np.isfinite(eta)) or np.any(eta <= 0):
             raise ValueError(f"lr must be None or n={n} positive finite step sizes, got "
                              f"{shown(lr)}"[:300])
@@ -331,7 +334,10 @@ def max_participation_sum(values: object, min_separation: int = 1,
     two at least ``min_separation`` b apart (k = ⌈n/b⌉ when None) — the dynamic program VecSens
     of Choquette-Choo et al. 2023 (Alg. 3): F(i, k) = max(x_i + F(i + b, k − 1), F(i + 1, k)),
     vectorised over i and over the leading axes of ``values`` (rows)."""
-    x = np.asarray(values, dtype=np.float64)
+    try:
+        x = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        x = np.full(1, np.nan)
     if x.ndim not in (1, 2) or x.shape[-1] == 0 or not np.all(np.isfinite(x)):
         raise ValueError(f"values must be a non-empty 1-D or 2-D array of finite reals, got "
                          f"{shown(values)}"[:300])
@@ -445,8 +451,9 @@ def noise_for_steps(factorization: Factorization, d: int, rng: object) -> np.nda
     Floating-point noise (numpy's Gaussian), not hardened against the attack of Mironov 2012."""
     d = check_int("d", d)
     if rng is None or not isinstance(rng, (np.random.Generator, int, np.integer)) \
-            or isinstance(rng, bool):
-        raise ValueError(f"rng must be a numpy Generator or an integer seed, got {shown(rng)}")
+            or isinstance(rng, bool) or (not isinstance(rng, np.random.Generator) and rng < 0):
+        raise ValueError(f"rng must be a numpy Generator or an integer seed >= 0, got "
+                         f"{shown(rng)}")
     gen = np.random.default_rng(rng)
     D = decoder(factorization)
     return D @ gen.standard_normal((D.shape[1], d))

@@ -1,9 +1,122 @@
-"""Bad-input table entries for the correlated topic (see :mod:`dplib.testing.bad_inputs`)."""
+"""Bad-input table entries for the correlated topic (see :mod:`dplib.testing.bad_inputs`):
+matrix-factorisation mechanisms (:mod:`dplib.mechanisms.matrix_factorization`), their events
+and the correlated-noise privatizer (:mod:`dplib.training.correlated`)."""
 from __future__ import annotations
 
-from .bad_inputs import Spec
+from .bad_inputs import EXCLUDED, INF, NAN, Spec
+
+#: This topic's public callables that are not swept, with the reason.
+CORRELATED_EXCLUDED: dict[str, str] = {
+    "dplib.accounting.events.EquivalentEvent": "abstract base class of the reducible events "
+                                               "(its subclasses are swept)",
+    "dplib.training.trainer.run_batches": "a stage builder the trainer calls with its validated "
+                                          "RunConfig (swept via train)",
+}
+EXCLUDED.update(CORRELATED_EXCLUDED)
+
+#: Bad workloads: not square, not lower-triangular, singular, not finite, not a matrix.
+_WORKLOAD = [[[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]], [[1.0, 1.0], [0.0, 1.0]],
+             [[0.0, 0.0], [1.0, 1.0]], [[NAN, 0.0], [1.0, 1.0]], [1.0, 2.0], "abc", None, []]
+_MATRIX = [[[NAN, 0.0], [1.0, 1.0]], [[INF]], [1.0, 2.0], "abc", None, []]
 
 
 def correlated_specs() -> list[Spec]:
     """One :class:`Spec` per public callable of the correlated topic."""
-    return []
+    import numpy as np
+
+    from ..accounting import events as E
+    from ..mechanisms import matrix_factorization as M
+    from ..training import config as TCF
+    from ..training import correlated as TC
+
+    A4 = np.tri(4)
+    C4 = np.eye(4)
+    fact = M.sqrt_factorization(4)
+    return [
+        Spec("dplib.mechanisms.matrix_factorization.prefix_workload",
+             lambda: M.prefix_workload, kwargs=dict(n=4), params=dict(n="int1")),
+        Spec("dplib.mechanisms.matrix_factorization.momentum_workload",
+             lambda: M.momentum_workload, kwargs=dict(n=4, momentum=0.9),
+             params=dict(n="int1", momentum=[-0.1, 1.0, 1.5, NAN, "0.9", None],
+                         lr=[[1.0, 1.0], [1.0, -1.0, 1.0, 1.0], [NAN] * 4, "abc"])),
+        Spec("dplib.mechanisms.matrix_factorization.sqrt_coefficients",
+             lambda: M.sqrt_coefficients, kwargs=dict(n=4), params=dict(n="int1")),
+        Spec("dplib.mechanisms.matrix_factorization.Factorization", lambda: M.Factorization,
+             kwargs=dict(B=A4, C=C4),
+             params=dict(B=_MATRIX + [np.ones((3, 4))], C=_MATRIX + [np.ones((4, 3))],
+                         name=[3, None])),
+        Spec("dplib.mechanisms.matrix_factorization.tree_factorization",
+             lambda: M.tree_factorization, kwargs=dict(n=4),
+             params=dict(n="int1", estimator="choice")),
+        Spec("dplib.mechanisms.matrix_factorization.sqrt_factorization",
+             lambda: M.sqrt_factorization, kwargs=dict(n=4), params=dict(n="int1")),
+        Spec("dplib.mechanisms.matrix_factorization.identity_factorization",
+             lambda: M.identity_factorization, kwargs=dict(workload=A4),
+             params=dict(workload=_WORKLOAD)),
+        Spec("dplib.mechanisms.matrix_factorization.optimal_factorization",
+             lambda: M.optimal_factorization, kwargs=dict(workload=A4),
+             params=dict(workload=_WORKLOAD, tol=[0.0, 1.0, -1.0, NAN, "1e-8", None],
+                         max_iter="int1")),
+        Spec("dplib.mechanisms.matrix_factorization.banded_factorization",
+             lambda: M.banded_factorization, kwargs=dict(workload=A4, bands=2),
+             params=dict(workload=_WORKLOAD + [M.momentum_workload(4, 0.5, lr=[1, 2, 3, 4])],
+                         bands=[0, -1, 5, 2.5, NAN, "2", None, True], max_iter="int1")),
+        Spec("dplib.mechanisms.matrix_factorization.max_participation_sum",
+             lambda: M.max_participation_sum, kwargs=dict(values=[1.0, 2.0, 3.0],
+                                                          min_separation=2),
+             params=dict(values="array", min_separation=[0, 4, 2.5, NAN, "2", None, True],
+                         participations=[0, -1, 2.5, NAN, "2", True])),
+        Spec("dplib.mechanisms.matrix_factorization.sensitivity", lambda: M.sensitivity,
+             kwargs=dict(C=fact.C, participations=2, min_separation=2),
+             params=dict(C=_MATRIX, participations="int1",
+                         min_separation=[0, 5, 2.5, NAN, "2", None, True])),
+        Spec("dplib.mechanisms.matrix_factorization.pattern_sensitivity",
+             lambda: M.pattern_sensitivity,
+             kwargs=dict(C=fact.C, steps=[0, 2], min_separation=2),
+             params=dict(C=_MATRIX, steps=[[0, 1], [2, 0], [0, 4], [-1, 2], [0.0, 2.0], [],
+                                           "abc", None],
+                         min_separation="int1")),
+        Spec("dplib.mechanisms.matrix_factorization.decoder", lambda: M.decoder,
+             args=(fact,), params=dict(factorization=[A4, None, "sqrt"])),
+        Spec("dplib.mechanisms.matrix_factorization.workload_error", lambda: M.workload_error,
+             args=(fact,),
+             params=dict(factorization=[A4, None], noise_multiplier="nonneg",
+                         participations="int1", min_separation=[0, 5, 2.5, NAN, "2", None],
+                         workload=_WORKLOAD[:-2] + [np.tri(3)])),
+        Spec("dplib.mechanisms.matrix_factorization.noise_for_steps",
+             lambda: M.noise_for_steps, args=(fact,), kwargs=dict(d=3, rng=0),
+             params=dict(factorization=[A4, None], d="int1", rng="rng")),
+        Spec("dplib.accounting.events.MatrixMechanismEvent", lambda: E.MatrixMechanismEvent,
+             kwargs=dict(noise_multiplier=1.0, sensitivity=2.0),
+             params=dict(noise_multiplier="pos", sensitivity="pos")),
+        Spec("dplib.accounting.events.BandedMatrixMechanismEvent",
+             lambda: E.BandedMatrixMechanismEvent,
+             kwargs=dict(noise_multiplier=1.0, sample_rate=0.1, num_steps=10, bands=2),
+             params=dict(noise_multiplier="pos", sample_rate="rate", num_steps="int1",
+                         bands="int1", sensitivity="pos")),
+        Spec("dplib.training.correlated.cyclic_batches", lambda: TC.cyclic_batches,
+             kwargs=dict(n=10, groups=2, num_steps=4, group_rate=0.5,
+                         rng=np.random.default_rng(0)),
+             params=dict(n="int1", groups=[0, 11, 2.5, NAN, "2", None], num_steps="int1",
+                         group_rate="rate", rng=[None, 0, "seed"])),
+        Spec("dplib.training.correlated.run_groups", lambda: TC.run_groups,
+             kwargs=dict(noise_correlation="banded", sample_rate=0.1, num_steps=20, bands=4),
+             params=dict(sample_rate="rate", num_steps="int1",
+                         bands=[0, 11, 2.5, NAN, "2", None])),
+        Spec("dplib.training.correlated.run_factorization", lambda: TC.run_factorization,
+             kwargs=dict(noise_correlation="banded", num_steps=8, bands=2),
+             params=dict(noise_correlation="choice", num_steps="int1",
+                         momentum=[-0.1, 1.0, NAN, "0.5", None],
+                         bands=[0, 9, 2.5, NAN, "2", None])),
+        Spec("dplib.training.correlated.MatrixPrivatizer", lambda: TC.MatrixPrivatizer,
+             args=(fact,), kwargs=dict(noise_multiplier=1.0, max_grad_norm=1.0),
+             params=dict(factorization=[A4, None], noise_multiplier="nonneg",
+                         max_grad_norm=[0.0, -1.0, NAN, INF, "1", None],
+                         sensitivity=[0.0, -1.0, NAN, "1", ],
+                         bands=[0, 2.5, "2"])),
+        Spec("dplib.training.config.RunConfig", lambda: TCF.RunConfig,
+             kwargs=dict(sample_rate=0.1, lr=0.1, steps=20, noise_multiplier=1.0,
+                         noise_correlation="banded", bands=4),
+             params=dict(noise_correlation="choice",
+                         bands=[0, 11, 21, 2.5, NAN, "2", None, True])),
+    ]
