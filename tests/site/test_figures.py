@@ -22,9 +22,10 @@ Three checks of the built site (``DPBOOK_SITE``, the quick build of ``make test`
   "a 9 px font" means in CSS, too). A PNG without that chunk fails: nothing then says how small
   its text is. An SVG is measured the same way from its own ``font-size`` values and its
   ``viewBox`` width.
-* **No debug output.** No page's text outside code cells' inputs contains a NumPy or PyTorch
-  repr — ``np.float64(…)``, ``np.int64(…)``, ``numpy.float32(…)``, ``array([…``, ``tensor(…``:
-  every number a reader sees is formatted.
+* **No debug output.** No page's text contains a NumPy or PyTorch repr — ``np.float64(…)``,
+  ``np.int64(…)``, ``numpy.float32(…)``, ``array([…``, ``tensor(…``: every number a reader
+  sees is formatted. Code is not output: code cells' sources and code in the text (listings,
+  inline literals) are skipped; everything a cell printed or displayed is checked.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ MIN_TEXT_PX = 9.0
 FONT_KEY = "dpbook:min-font-px"
 #: NumPy / PyTorch reprs that mean a raw value reached the page.
 REPR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint|bool|complex|str_|bytes_|longdouble|"
-                  r"half|single|double)\w*\(|\barray\(\[|\btensor\(")
+                  r"half|single|double)\w*\(|(?<![\w.])array\(\[|(?<![\w.])tensor\(")
 PATHLIKE = re.compile(r"(^|/)[\w.-]+\.(png|jpe?g|svg|gif|webp)$|^[0-9a-f]{32,}|^_images/|"
                       r"^data:|^(figure|image|img|plot|png)\s*\d*$", re.I)
 
@@ -177,6 +178,10 @@ def test_no_numpy_or_torch_repr_on_any_page(site, pages):
         for el in article.find_all(string=True):
             if el.find_parent(class_="cell_input") is not None:
                 continue      # a code cell's source may call np.float64(...)
+            output = el.find_parent(class_="cell_output")
+            if output is None and (el.find_parent("code") is not None
+                                   or el.find_parent(class_="highlight") is not None):
+                continue      # code in the text (a solution's listing, `np.int64(1)` inline)
             if el.find_parent(["script", "style"]) is not None:
                 continue
             text_parts.append(str(el))
