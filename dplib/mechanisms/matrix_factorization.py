@@ -232,8 +232,8 @@ def optimal_factorization(workload: object, *, tol: float = 1e-8,
     """The factorisation minimising the total squared error ‖B‖_F² at sensitivity 1 for one
     participation (Denisov, McMahan, Rush, Smith & Thakurta 2022, Sec. 3): minimise tr(AᵀA X⁻¹)
     over X = CᵀC ≻ 0 with diag X = 1 (Eq. 4). By their Thm 3.2 the optimum is
-    X = V^{−1/2}(V^{1/2} AᵀA V^{1/2})^{1/2} V^{−1/2} for the diagonal V at which diag X = 1; we find v
-    by maximising the concave Lagrange dual g(v) = 2 tr((V^{1/2}AᵀAV^{1/2})^{1/2}) − Σ v with
+    X = V^{−1/2}(V^{1/2} AᵀA V^{1/2})^{1/2} V^{−1/2} for the diagonal V at which diag X = 1; we find
+    v by maximising the concave Lagrange dual g(v) = 2 tr((V^{1/2}AᵀAV^{1/2})^{1/2}) − Σ v with
     L-BFGS, then polish with their fixed-point iteration v ← diag((V^{1/2}AᵀAV^{1/2})^{1/2}). One
     eigendecomposition per evaluation: O(n²) for prefix sums and learning-rate schedules (a
     tridiagonal one, :class:`_Spectrum`), O(n³) otherwise. C is the lower-triangular factor of X,

@@ -186,21 +186,22 @@ class MatrixPrivatizer:
         t = self.t
         if self.square:
             z = self._z(t, name, g, generator)
-            lags = min(t, self.width - 1)
-            if lags == 0:
+            w1 = self.width - 1
+            if t == 0 or w1 == 0:
                 y = z / float(self.rows[t, t])
             else:
-                buf = self._buf[name]                  # ring of the last w − 1 outputs y
-                slots = [(t - j) % (self.width - 1) for j in range(1, lags + 1)]
-                coef = torch.as_tensor(self.rows[t, t - 1 - np.arange(lags)], dtype=g.dtype,
-                                       device=g.device)
-                past = torch.tensordot(coef, buf[slots], dims=1)
+                buf = self._buf[name]        # ring of the last w − 1 y: y_s in slot s mod (w−1)
+                lags = np.arange(1, min(t, w1) + 1)
+                coef = np.zeros(w1)
+                coef[(t - lags) % w1] = self.rows[t, t - lags]
+                past = torch.tensordot(torch.as_tensor(coef, dtype=g.dtype, device=g.device),
+                                       buf, dims=1)
                 y = (z - past) / float(self.rows[t, t])
-            if self.width > 1:
+            if w1 > 0:
                 if name not in self._buf:
-                    self._buf[name] = torch.empty((self.width - 1, *g.shape), dtype=g.dtype,
+                    self._buf[name] = torch.zeros((w1, *g.shape), dtype=g.dtype,
                                                   device=g.device)
-                self._buf[name][t % (self.width - 1)] = y
+                self._buf[name][t % w1] = y
             return y
         cols = np.flatnonzero(self.D[t])
         y = torch.zeros_like(g)
