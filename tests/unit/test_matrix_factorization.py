@@ -232,3 +232,30 @@ def test_cyclic_batches_respect_the_participation_pattern():
             seen.setdefault(int(i), []).append(t)
     assert all(np.all(np.diff(ts) % 8 == 0) and np.all(np.diff(ts) >= 8) for ts in seen.values())
     assert max(len(ts) for ts in seen.values()) <= 5
+
+
+def test_trainer_scales_noise_for_every_participation_not_one():
+    """The pitfall: a sensitivity computed for one participation while training for several."""
+    from dplib.training.trainer import make_privatizer
+    cfg = RunConfig(sample_rate=0.1, lr=0.1, steps=40, noise_multiplier=1.0,
+                    noise_correlation="sqrt")
+    priv = make_privatizer(cfg, 1.0, 10)
+    C = priv.factorization.C
+    assert priv.sensitivity == pytest.approx(
+        mf.sensitivity(C, participations=4, min_separation=10))        # G = 10 groups, k = 4
+    assert priv.sensitivity > 1.5 * mf.sensitivity(C)
+
+
+@pytest.mark.parametrize("kind,bands", [("sqrt", None), ("banded", 4)])
+def test_train_with_a_matrix_mechanism_meets_its_target_epsilon(kind, bands):
+    from dplib.training import make_mlp, train
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    res = train(make_mlp(5, 2, (8,), seed=0), (X, y), sample_rate=0.1, lr=0.5, steps=20,
+                target_epsilon=3.0, seed=1, noise_correlation=kind, bands=bands)
+    assert res.epsilon <= 3.0 + 1e-9
+    assert res.epsilon > 2.5                  # calibrated, not vacuous
+    sizes = res.not_private.batch_sizes
+    if kind == "sqrt":
+        assert set(sizes.tolist()) == {20}    # whole groups of 200/10 records
