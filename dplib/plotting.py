@@ -8,6 +8,7 @@ import zlib
 import matplotlib as mpl
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+from ._validate import shown
 
 __all__ = ["COLORS", "use_book_style", "compact_png", "figure_png", "min_font_pt",
            "PHONE_WIDTH_IN", "MIN_FONT_PT", "FONT_KEY"]
@@ -137,7 +138,7 @@ def compact_png(fig: Figure, *, colors: int = 256) -> bytes:
     if not isinstance(fig, Figure):
         raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     if not isinstance(colors, int) or isinstance(colors, bool) or not 2 <= colors <= 256:
-        raise ValueError(f"colors must be an integer in [2, 256], got {colors!r}")
+        raise ValueError(f"colors must be an integer in [2, 256], got {shown(colors)}")
     from PIL import Image
 
     raw = io.BytesIO()

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
-from .._validate import check_int, check_positive
+from .._validate import check_int, check_positive, shown
 from ..accounting import RDPAccountant, RDPCurveEvent, check_orders, laplace_rdp, rdp_to_epsilon
 from .ptr import split_blocks
 from .sparse_vector import release_rng
@@ -52,7 +52,7 @@ def teacher_partitions(n: int, num_teachers: int, *, rng: np.random.Generator | 
     n = check_int("n", n, low=1)
     t = check_int("num_teachers", num_teachers, low=1)
     if t > n:
-        raise ValueError(f"num_teachers must be in [1, n={n}], got {num_teachers!r}")
+        raise ValueError(f"num_teachers must be in [1, n={n}], got {shown(num_teachers)}")
     return split_blocks(n, t, rng=rng)
 
 
@@ -65,7 +65,7 @@ def vote_histogram(teacher_predictions: object, num_classes: int) -> np.ndarray:
         p = p[:, None]
     if p.ndim != 2 or p.size == 0 or p.dtype == bool or not np.issubdtype(p.dtype, np.integer):
         raise ValueError(f"teacher_predictions must be a non-empty integer array (teachers, "
-                         f"queries), got {teacher_predictions!r}"[:200])
+                         f"queries), got {shown(teacher_predictions)}"[:200])
     bad = (p < 0) | (p >= k)
     if bad.any():
         raise ValueError(f"teacher_predictions must be labels in [0, {k}), got "
@@ -78,7 +78,7 @@ def _votes(votes: object) -> np.ndarray:
     v = np.asarray(votes)
     if v.dtype == bool or not np.issubdtype(v.dtype, np.number) or v.ndim == 0 \
             or v.shape[-1] < 2:
-        raise ValueError(f"votes must be counts of shape (..., classes ≥ 2), got {votes!r}"[:200])
+        raise ValueError(f"votes must be counts of shape (..., classes ≥ 2), got {shown(votes)}"[:200])
     v = v.astype(float)
     if not np.isfinite(v).all() or (v < 0).any() or (v != np.round(v)).any():
         raise ValueError("votes must be non-negative integer counts (finite), got "

@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int, check_positive, check_real
+from .._validate import as_generator, check_choice, check_int, check_positive, check_real, shown
 from .smooth_sensitivity import (check_bounded_data, median_sensitivity_at_distance,
                                  smooth_median)
 from .sparse_vector import release_rng
@@ -101,7 +101,7 @@ def split_blocks(n: int, num_blocks: int, *, rng: np.random.Generator | int) -> 
     n = check_int("n", n, low=1)
     m = check_int("num_blocks", num_blocks, low=1)
     if m > n:
-        raise ValueError(f"num_blocks must be in [1, n={n}], got {num_blocks!r}")
+        raise ValueError(f"num_blocks must be in [1, n={n}], got {shown(num_blocks)}")
     perm = as_generator(rng).permutation(n)
     return np.array_split(perm, m)
 
@@ -129,7 +129,7 @@ def sample_and_aggregate(data: object, statistic: Callable[[np.ndarray], float],
         raise ValueError(f"data must be a non-empty numeric array of records (rows), got "
                          f"{data!r}"[:200])
     if not callable(statistic):
-        raise ValueError(f"statistic must be a callable block -> float, got {statistic!r}")
+        raise ValueError(f"statistic must be a callable block -> float, got {shown(statistic)}")
     m = check_int("num_blocks", num_blocks, low=2)
     eps = check_positive("epsilon", epsilon)
     lo, hi = check_real("lower", lower), check_real("upper", upper)
@@ -138,7 +138,7 @@ def sample_and_aggregate(data: object, statistic: Callable[[np.ndarray], float],
     agg = check_choice("aggregator", aggregator, ("mean", "median"))
     dlt = check_real("delta", delta, low=0.0, high=1.0, low_open=False)
     if m > arr.shape[0]:
-        raise ValueError(f"num_blocks must be in [2, n={arr.shape[0]}], got {num_blocks!r}")
+        raise ValueError(f"num_blocks must be in [2, n={arr.shape[0]}], got {shown(num_blocks)}")
     blocks = (np.array_split(np.arange(arr.shape[0]), m) if split_seed is None else
               split_blocks(arr.shape[0], m, rng=check_int("split_seed", split_seed, low=0)))
     vals = np.array([float(statistic(arr[idx])) for idx in blocks])   # one call per block

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from .._validate import check_choice, check_int, check_real
+from .._validate import check_choice, check_int, check_real, shown
 from ..accounting import RDPAccountant, RDPCurveEvent, dpsgd_event
 from ..accounting.events import DpEvent
 from .sparse_vector import release_rng
@@ -91,7 +91,7 @@ def _law(distribution: object, mean: object, eta: object) -> tuple[str, float, f
     if e is None:
         e = _check_eta(eta)
     elif eta is not None and _check_eta(eta) != e:
-        raise ValueError(f"eta must be None or {e:g} for distribution={d!r}, got {eta!r}")
+        raise ValueError(f"eta must be None or {e:g} for distribution={d!r}, got {shown(eta)}")
     return d, e, tnb_gamma(e, m), m
 
 
@@ -100,7 +100,7 @@ def num_runs_pmf(k: object, distribution: str, mean: float, *, eta: float | None
     """P[K = k] for integer k ≥ 0 (array), by the formulas of the module note (log space)."""
     kk = np.asarray(k)
     if kk.dtype == bool or not np.issubdtype(kk.dtype, np.integer) or (kk < 0).any():
-        raise ValueError(f"k must be integers >= 0, got {k!r}")
+        raise ValueError(f"k must be integers >= 0, got {shown(k)}")
     d, e, g, m = _law(distribution, mean, eta)
     kf = kk.astype(float)
     from scipy.special import gammaln
@@ -164,7 +164,7 @@ def tuning_rdp(orders: object, base_rdp: object, distribution: str, mean: float,
         else np.array([np.nan])
     if r.shape != alpha.shape or np.isnan(r).any() or (r < 0).any():
         raise ValueError(f"base_rdp must hold one value in [0, inf] per order ({alpha.size}), "
-                         f"got {base_rdp!r}"[:300])
+                         f"got {shown(base_rdp)}"[:300])
     d, e, g, m = _law(distribution, mean, eta)
     if d == "poisson":
         eps_hat = np.log1p(1.0 / (alpha - 1.0))
@@ -194,7 +194,7 @@ class TunedRuns(RDPCurveEvent):
 
     def __post_init__(self) -> None:
         if not isinstance(self.event, DpEvent):
-            raise ValueError(f"event must be a DpEvent (one training run), got {self.event!r}")
+            raise ValueError(f"event must be a DpEvent (one training run), got {shown(self.event)}")
         d, e, _, m = _law(self.distribution, self.mean, self.eta)
         object.__setattr__(self, "mean", m)
         object.__setattr__(self, "eta", None if d == "poisson" else e)
@@ -244,7 +244,7 @@ def tuned_epsilons(event: DpEvent, means: object, delta: float, *,
     ``RDPAccountant().compose(TunedRuns(event, distribution, m, eta)).get_epsilon(delta)``."""
     from ..accounting import check_delta, rdp_to_epsilon
     if not isinstance(event, DpEvent):
-        raise ValueError(f"event must be a DpEvent (one training run), got {event!r}")
+        raise ValueError(f"event must be a DpEvent (one training run), got {shown(event)}")
     d = check_delta(delta)
     try:
         ms = np.atleast_1d(np.asarray(means, dtype=float))
@@ -254,7 +254,7 @@ def tuned_epsilons(event: DpEvent, means: object, delta: float, *,
            or (ms <= MEAN_RANGE[0]).any() or (ms > MEAN_RANGE[1]).any())
     if bad:
         raise ValueError(f"means must be a non-empty 1-d array of means in (1, 1e6], "
-                         f"got {means!r}"[:200])
+                         f"got {shown(means)}"[:200])
     acc = RDPAccountant().compose(event)
     out = np.empty(ms.size)
     for i, m in enumerate(ms.tolist()):      # one closed form per mean (a handful of values)

@@ -15,9 +15,11 @@ settings.register_profile("dplib-audit", derandomize=True, max_examples=40, dead
 
 
 #: Statistical audits and stress grids: measurements that take seconds each, left out of
-#: `make test-fast` (the bad-input sweep and the float-safety checks stay in it).
+#: `make test-fast` (the bad-input sweep and the float-safety checks stay in it; the
+#: error-message sweep reruns the bad-input table with numpy scalars, about 100 s).
 SLOW_MODULES = {"test_accountant_stress.py", "test_audit_ladder.py", "test_dpsgd_audit.py",
-                "test_mechanism_audits.py", "test_properties.py"}
+                "test_mechanism_audits.py", "test_properties.py",
+                "test_error_messages.py"}
 
 
 def pytest_collection_modifyitems(config, items):
