@@ -76,18 +76,23 @@ browser:
 
 test: test-unit test-notebooks test-book test-student test-site test-assignments
 
+# Tests and notebooks run on two processes (CI has two cores), each with one BLAS/OpenMP thread:
+# torch's default threads on a busy two-core machine slow small models 5-30x.
+PARALLEL := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+
 test-unit: $(STAMP)
-	$(PY) -m pytest tests/unit tests/adversary tests/book tests/audit -q
+	$(PARALLEL) $(PY) -m pytest tests/unit tests/adversary tests/book tests/audit -q -n 2 -p no:cacheprovider
 
 # The edit-test loop (a few minutes at most): every test not marked slow (chapter runs, worker
 # processes, statistical audits), on two processes with one thread each (torch's default threads
 # oversubscribe two cores).
 test-fast: $(STAMP)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/unit tests/adversary tests/book tests/audit \
-		-q -m "not slow" -n 2 -p no:cacheprovider
+	$(PARALLEL) $(PY) -m pytest tests/unit tests/adversary tests/book tests/audit -q -m "not slow" \
+		-n 2 -p no:cacheprovider
 
 test-notebooks: $(STAMP)
-	DPBOOK_QUICK=1 $(PY) -m pytest --nbval-lax -p no:cacheprovider chapters/ -q
+	DPBOOK_QUICK=1 $(PARALLEL) $(PY) -m pytest --nbval-lax -p no:cacheprovider chapters/ -q \
+		-n 2 --dist loadscope
 
 # The book in quick mode, warnings as errors, in its own folder (its execution cache must not be
 # mixed with the full-size one of `make book`).
