@@ -362,12 +362,14 @@ def sensitivity(C: object, *, participations: int = 1, min_separation: int = 1) 
 
     * k = 1: the largest column norm (Denisov et al. 2022, Sec. 2; exact).
     * columns at least b apart orthogonal ((CᵀC)_ij = 0 for |i − j| ≥ b; e.g. a b'-banded
-      lower-triangular C with b' ≤ b): max_π Σ_{i∈π} ‖C[:, i]‖², by the dynamic program
-      :func:`max_participation_sum` (exact; Choquette-Choo et al. 2023 "(Amplified) Banded MF",
-      Thm 2).
+      lower-triangular C with b' ≤ b): ‖Σ_{i∈π} C_i u_i‖² = Σ_{i∈π} ‖C_i‖²‖u_i‖² (Pythagoras),
+      so the answer is max_π Σ_{i∈π} ‖C[:, i]‖², by the dynamic program
+      :func:`max_participation_sum` (exact; Choquette-Choo et al. 2023, "(Amplified) Banded
+      Matrix Factorization", arXiv:2306.08153).
     * otherwise an upper bound: ‖Σ_{i∈π} C_i u_i‖² ≤ Σ_{i,j∈π} |X_ij|, bounded by the row-wise
-      maxima of |X| (X = CᵀC) and a second maximisation (Choquette-Choo et al. 2023, App. on
-      min-separation sensitivity); exact when X ≥ 0 and the maximising rows share one pattern."""
+      maxima of |X| (X = CᵀC) and a second maximisation over patterns (Choquette-Choo et al.
+      2023, arXiv:2306.08153) — each row and the outer sum may pick different patterns, so it
+      can only overestimate."""
     C = _check_matrix("C", C)
     k = check_int("participations", participations)
     n = C.shape[1]

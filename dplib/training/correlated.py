@@ -48,7 +48,7 @@ def cyclic_batches(n: int, groups: int, num_steps: int, group_rate: float,
     split into ``groups`` G nearly equal groups; step t (0-based) takes group t mod G — whole when
     ``group_rate`` = 1 (cyclic batches, "fixed epoch order": Choquette-Choo, McMahan, Rush &
     Thakurta 2023), else a Poisson sample of it at that rate (cyclic Poisson sampling:
-    Choquette-Choo et al. 2023 "(Amplified) Banded MF", Alg. 2). A record is in steps ≡ its group
+    Choquette-Choo et al. 2023, "(Amplified) Banded Matrix Factorization", arXiv:2306.08153). A record is in steps ≡ its group
     (mod G) only: at most ⌈T/G⌉ participations, G apart."""
     n = check_int("n", n)
     g = check_int("groups", groups)
