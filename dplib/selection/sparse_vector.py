@@ -17,12 +17,12 @@ The correct algorithms (both ε-DP):
 * **Sparse** (Dwork & Roth 2014, Algorithm 2, Thm 3.25 with δ = 0; Lyu et al. Algorithm 2):
   c AboveThreshold runs at ε/c each, ρ redrawn after every ⊤. ``variant="dwork_roth"``.
 
-The published variants that are **not** what they claim (Lyu et al. 2017, §4, Figure 1 and
+The published variants that are **not** what they claim (Lyu et al. 2017, Figure 1 and
 Table 1; each claimed ε-DP; ε₁ is the threshold's share of ε):
 
 * ``"roth_notes"`` — Lyu et al. Algorithm 3 (lecture notes, 2011): ρ ~ Lap(2Δ/ε), ν_i ~
-  Lap(2cΔ/ε), and it outputs the noisy value a_i + ν_i instead of ⊤. No finite ε (Lyu et al.
-  §4.2): the released value pins the threshold noise, and every ⊥ before it then leaks.
+  Lap(2cΔ/ε), and it outputs the noisy value a_i + ν_i instead of ⊤. No finite ε (Lyu et al.,
+  Table 1): the released value pins the threshold noise, and every ⊥ before it then leaks.
 * ``"lee_clifton"`` — Algorithm 4 (Lee & Clifton 2014): ε₁ = ε/4, ρ ~ Lap(4Δ/ε), ν_i ~
   Lap(4Δ/(3ε)) — query noise that does not grow with c. Really ((1 + 6c)/4)·ε-DP.
 * ``"stoddard"`` — Algorithm 5 (Stoddard et al. 2014): ρ ~ Lap(2Δ/ε), **no** query noise, no

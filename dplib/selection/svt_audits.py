@@ -19,7 +19,7 @@ non-monotone queries SVT is stated for):
 * **value pair** — m ⊥ queries (0 on D, 1 on D') then one query at 0 on both, c = 1, statistic:
   minus the released noisy value when the output is ⊥^m ⊤, else −10⁶. A low released value
   pins the threshold noise low, where each ⊥ is e^{Δ/b_ν} times likelier on D (Lyu et al.
-  2017, §4.2, Algorithm 3).
+  2017, Algorithm 3 and Table 1).
 
 The correct variants are audited on the same pairs (their statistic: the pattern indicator,
 since they release no values) and must not be refuted.
