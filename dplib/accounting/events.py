@@ -174,10 +174,16 @@ class MatrixMechanismEvent(EquivalentEvent):
     Rastogi 2015; Denisov, McMahan, Rush, Smith & Thakurta 2022, Sec. 2): x stacks the n clipped
     gradient sums (each record contributes vectors of ℓ2 norm ≤ C_clip to the steps it takes
     part in), z ~ N(0, σ²C_clip²·I). Cx changes by at most ``sensitivity``·C_clip between
-    neighbours (add/remove one record, under the run's participation pattern:
+    neighbours (one record's contributions zeroed out, under the run's participation pattern:
     :func:`dplib.mechanisms.matrix_factorization.sensitivity`), so the whole sequence is ONE
     Gaussian mechanism with noise multiplier σ/``sensitivity``, and B(·) is post-processing
-    (Denisov et al. 2022, Thm 2.1). No amplification: the batches may be fixed (cyclic)."""
+    (Denisov et al. 2022, Thm 2.1). No amplification: the batches may be fixed (cyclic).
+
+    Adjacency: zero-out (a record replaced by one that contributes nothing), as the
+    matrix-factorisation literature and jax-privacy state it. It is add/remove only when adding a
+    record moves no other record between steps; the trainer's cyclic batches
+    (:func:`dplib.training.correlated.cyclic_batches`, a permutation split into equal groups) do
+    not promise that. For a Gaussian mechanism the ε is the same number either way."""
 
     noise_multiplier: float
     sensitivity: float = 1.0
@@ -197,8 +203,9 @@ class BandedMatrixMechanismEvent(EquivalentEvent):
     nonzero diagonals, largest column norm ``sensitivity``) on cyclic Poisson batches: the records
     are split into b fixed groups, step t Poisson-samples group t mod b at rate ``sample_rate``
     q̂. By Choquette-Choo, Ganesh, McKenna, McMahan, Rush, Thakurta & Xu 2023 ("(Amplified)
-    Banded Matrix Factorization", Thm 4) this is exactly as private as ⌈num_steps/b⌉ DP-SGD steps
-    with Poisson rate q̂ and noise multiplier σ/``sensitivity`` (add/remove adjacency; a record's
+    Banded Matrix Factorization", Thm 4) this is at least as private as ⌈num_steps/b⌉ DP-SGD
+    steps with Poisson rate q̂ and noise multiplier σ/``sensitivity`` (it satisfies every guarantee
+    they satisfy; zero-out adjacency, as :class:`MatrixMechanismEvent`; a record's
     participations are b steps apart, and the columns of C they touch are orthogonal). The expected
     batch size is q̂·N/b."""
 

@@ -357,7 +357,7 @@ def max_participation_sum(values: object, min_separation: int = 1,
 
 def sensitivity(C: object, *, participations: int = 1, min_separation: int = 1) -> float:
     """ℓ2 sensitivity of x ↦ Cx when one record adds a vector of norm ≤ 1 to each of at most
-    ``participations`` k steps, any two at least ``min_separation`` b apart (add/remove adjacency):
+    ``participations`` k steps, any two at least ``min_separation`` b apart (the record zeroed out):
     max_π ‖Σ_{i∈π} C[:, i] u_i‖ (Choquette-Choo, McMahan, Rush & Thakurta 2023, Sec. 2).
 
     * k = 1: the largest column norm (Denisov et al. 2022, Sec. 2; exact).

@@ -8,7 +8,8 @@ one from its keywords, or takes one whole (``config=``), so all accept the same 
 the same bad ones (``ValueError`` naming the setting).
 
 Conventions (Abadi et al. 2016; Opacus; dp-accounting): Poisson sampling at rate q =
-``sample_rate``; add/remove-one adjacency; noise N(0, σ²C²) on the sum of per-example
+``sample_rate``; add/remove-one adjacency (zero-out for the matrix mechanisms of
+``noise_correlation``, on cyclic batches); noise N(0, σ²C²) on the sum of per-example
 gradients clipped to norm C = ``max_grad_norm``, σ = ``noise_multiplier``; the noisy sum divided
 by the public ``expected_batch_size`` (q·n when None, which treats n as public).
 """
@@ -18,11 +19,11 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from .._validate import check_choice, check_int, check_positive, check_probability, check_real
+from .._validate import (check_choice, check_int, check_positive, check_probability, check_real,
+                         shown)
 from ..accounting import (BandedMatrixMechanismEvent, DpEvent, MatrixMechanismEvent,
                           accountant_names, calibrate, calibrate_noise, check_delta)
 from .grads import check_max_grad_norm
-from .._validate import shown
 
 __all__ = ["RunConfig", "steps_for_epochs", "NOISE_SOURCES"]
 

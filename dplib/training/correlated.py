@@ -49,7 +49,9 @@ def cyclic_batches(n: int, groups: int, num_steps: int, group_rate: float,
     ``group_rate`` = 1 (cyclic batches, "fixed epoch order": Choquette-Choo, McMahan, Rush &
     Thakurta 2023), else a Poisson sample of it at that rate (cyclic Poisson sampling:
     Choquette-Choo et al. 2023, "(Amplified) Banded Matrix Factorization", arXiv:2306.08153). A record is in steps ≡ its group
-    (mod G) only: at most ⌈T/G⌉ participations, G apart."""
+    (mod G) only: at most ⌈T/G⌉ participations, G apart. Adding a record changes the split of
+    the others, so the runs built on these batches are accounted under zero-out adjacency (see
+    :class:`dplib.accounting.MatrixMechanismEvent`), not add/remove."""
     n = check_int("n", n)
     g = check_int("groups", groups)
     if g > n:
