@@ -216,7 +216,7 @@ def sparse_vector(answers: object, threshold: object, epsilon: float, c: int = 1
             live |= in_round & (pos <= stop)
             above |= hit & (pos == first)
             start = np.where(first >= 0, first + 1, k)
-    out = np.where(live, above.astype(np.int8), np.int8(-1)).astype(np.int8)
+    out = np.where(live, above, -1).astype(np.int8)
     values = np.full(a.shape, np.nan)
     if v.outputs_values:
         with np.errstate(over="ignore"):
