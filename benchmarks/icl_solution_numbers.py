@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 STORE = ROOT / "dplib" / "data" / "icl_solution_numbers.json"
 
 
-def flip_gap(lm, ds, k: int = 4, n_q: int = 200, seed: int = 0) -> dict:
+def flip_gap(lm, ds, k: int = 4, n_q: int = 200, *, seed: int) -> dict:
     """Accuracy (%) with true labels, with flipped labels, and zero-shot (see the docstring)."""
     from dplib.icl import PromptBatch, template_for, zero_shot_predict
 
@@ -59,7 +59,7 @@ def measure() -> dict:
     torch.set_num_threads(1)     # as the chapter on a CPU
     sentiment, topic = load_book_data("sentiment"), load_book_data("topic")
     models = {"offline": OfflineICL(), "tiny": load_model("tiny")}
-    out = {"flip_gap": {f"{name}/{ds.name}": flip_gap(m, ds)
+    out = {"flip_gap": {f"{name}/{ds.name}": flip_gap(m, ds, seed=0)
                         for name, m in models.items() for ds in (sentiment, topic)}}
     r = mia_one_shot(models["tiny"], sentiment, (8.0,), num_trials=2000, num_subsets=10,
                      delta=1e-5, num_queries=100, rng=11)[math.inf]

@@ -97,7 +97,8 @@ def ptr_median(x: object, epsilon: float, delta: float, bound: float, lower: flo
 
 def split_blocks(n: int, num_blocks: int, *, rng: np.random.Generator | int) -> list:
     """A random partition of record indices 0 … n−1 into ``num_blocks`` disjoint blocks of
-    sizes differing by at most one (the split is public: it depends on n and the seed only)."""
+    sizes differing by at most one (the split is public: it depends only on n and on the
+    generator passed as ``rng``, never on the data)."""
     n = check_int("n", n, low=1)
     m = check_int("num_blocks", num_blocks, low=1)
     if m > n:
