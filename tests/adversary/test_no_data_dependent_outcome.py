@@ -104,6 +104,22 @@ def test_hostile_models_complete_with_and_without_the_record(cls, ghost):
 
 
 @pytest.mark.parametrize("cls", HOSTILE, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("correlation,bands", [("tree", None), ("sqrt", None), ("banded", 2)])
+def test_matrix_mechanism_runs_complete_with_and_without_the_record(cls, correlation, bands):
+    """The correlated-noise privatizer on cyclic batches: both neighbours train to the end with
+    the same public outcome (steps, ε), and finite models, whichever group holds the record."""
+    outcomes = []
+    for with_record in (False, True):
+        for seed in range(2):
+            res = train(_model(cls), _data(with_record), sample_rate=0.25, steps=6, lr=0.1,
+                        noise_multiplier=1.0, noise_correlation=correlation, bands=bands,
+                        seed=seed, device="cpu")
+            outcomes.append((res.steps, round(float(res.epsilon), 12)))
+            assert all(torch.isfinite(p).all() for p in res.model.parameters())
+    assert len(set(outcomes)) == 1 and outcomes[0][0] == 6
+
+
+@pytest.mark.parametrize("cls", HOSTILE, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("ghost", [True, False])
 def test_a_batch_with_the_record_gets_the_exact_clipped_sum(cls, ghost):
     """The batch holding the record: the stage's sum equals the per-example autograd sum, and
