@@ -66,7 +66,10 @@ def _kinds() -> dict[type, dict[str, str]]:
               "epsilon": PUBLIC, "history": NOISED, "accountant": PUBLIC, "seed": SECRET,
               "not_private": NOT_COVERED}
     return {
-        TrainResult: {**shared, "noise_multiplier": PUBLIC, "max_grad_norm": PUBLIC},
+        # config: the run's public settings; a seed the caller fixed inside it is secret, so
+        # publishable() releases the config with seed=None
+        TrainResult: {**shared, "noise_multiplier": PUBLIC, "max_grad_norm": PUBLIC,
+                      "privacy_unit": PUBLIC, "records_per_user": PUBLIC, "config": PUBLIC},
         EncodedTrainResult: {**shared, "noise": PUBLIC, "denoise": PUBLIC,
                              "ks_factors": NOISED},
         # shadow-model stacks for audits: the masks say which records each model saw
@@ -96,7 +99,12 @@ def field_kinds(result: object) -> dict[str, str]:
 
 def publishable(result: object) -> dict[str, object]:
     """The fields of ``result`` that may be released with the model: public and noised ones
-    (everything secret or not covered by ε is left out)."""
+    (everything secret or not covered by ε is left out). A run configuration (``config``) is
+    released with its ``seed`` set to None: a fixed seed is the run's randomness (secret)."""
     kinds = field_kinds(result)
-    return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
-            if kinds[f.name] in (PUBLIC, NOISED)}
+    out = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+           if kinds[f.name] in (PUBLIC, NOISED)}
+    cfg = out.get("config")
+    if cfg is not None and getattr(cfg, "seed", None) is not None:
+        out["config"] = dataclasses.replace(cfg, seed=None)
+    return out

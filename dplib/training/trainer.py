@@ -62,6 +62,7 @@ from .models import check_dp_compatible
 from .preflight import (as_tensors, check_every_record_runs, check_sum_range,  # noqa: F401
                         narrowest_dtype, preflight)
 from .release import NotPrivate
+from .user_level import UserIndex, cap_records, check_user_ids, user_clipped_sum
 
 __all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits",
            "make_accountant", "make_optimizer", "make_privatizer", "run_batches"]
@@ -80,6 +81,11 @@ class TrainResult:
     training loss per history entry: fine for studying the algorithm, not covered by ε, do not
     publish them with the model. ``seed`` is the random seed the batches and the noise were
     drawn from (fresh OS entropy unless one was passed): keep it secret like the noise itself.
+    ``privacy_unit`` is "record" (add/remove one record) or "user" (add/remove all of one user's
+    records: a run with ``user_ids``, :mod:`dplib.training.user_level`), ``records_per_user`` the
+    contribution bound of a user-level run (None: none, or a record-level run), ``config`` the
+    run's :class:`~dplib.training.config.RunConfig` as the caller gave it (its ``seed`` is None
+    unless the caller fixed one; None from trainers that do not record it).
     Every field's kind (public, noised, secret, not covered) is declared in
     :mod:`dplib.training.release`; :func:`~dplib.training.release.publishable` keeps the first two.
     """
@@ -94,6 +100,9 @@ class TrainResult:
     max_grad_norm: float = 1.0
     not_private: NotPrivate = field(default_factory=NotPrivate)
     seed: int | None = None
+    privacy_unit: str = "record"
+    records_per_user: int | None = None
+    config: RunConfig | None = None
 
 
 def make_accountant(kind: str):
@@ -207,7 +216,8 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
           eval_data: object = None, eval_every: int | None = None,
           loss_fn: Callable | None = None, progress: bool = False,
           noise_device: str = "cpu", ema_decay: float | None = None,
-          noise_correlation: str = "independent", bands: int | None = None) -> TrainResult:
+          noise_correlation: str = "independent", bands: int | None = None,
+          user_ids: object = None, records_per_user: int | None = None) -> TrainResult:
     """Train ``model`` in place with DP-SGD (``optimizer="sgd"``) or DP-Adam (``"adam"``).
 
     The run's public settings are a :class:`~dplib.training.config.RunConfig`: pass one as
@@ -257,6 +267,17 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     batches and the privatizer stage change (:mod:`dplib.training.correlated`); the accountant
     sees :class:`~dplib.accounting.MatrixMechanismEvent` or
     :class:`~dplib.accounting.BandedMatrixMechanismEvent`.
+
+    ``user_ids`` (one non-negative integer per record; default None: record-level DP): a
+    user-level run (:mod:`dplib.training.user_level`; Charles et al. 2024, user-level sampling;
+    McMahan et al. 2018, Alg. 1). Each user keeps at most ``records_per_user`` of its records
+    (None: all), a uniformly random subset drawn from the run's seed before training; users are
+    Poisson-sampled at rate q = ``sample_rate``; a sampled user's gradient is the mean over its
+    kept records, clipped to C as one vector; the noisy sum is divided by the expected number of
+    users (``expected_batch_size``, default q·m for m users). ε is then a guarantee for adding or
+    removing one USER: the same DP-SGD event (σ, q, T) over users. ``history``'s epochs and
+    ``not_private``'s batch sizes and clip fraction count users. Refused with ``user_ids``:
+    ``ghost=True`` (ghost norms are per record) and a matrix mechanism (``noise_correlation``).
     """
     cfg = RunConfig.build(config, dict(
         sample_rate=sample_rate, lr=lr, epochs=epochs, steps=steps,
@@ -274,6 +295,7 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     check_dp_compatible(model)
     x, y = as_tensors(train_data, "train_data", finite=True)
     n, q, T, c = x.shape[0], cfg.sample_rate, cfg.num_steps, cfg.max_grad_norm
+    users = _check_user_run(cfg, user_ids, records_per_user, n)
     sigma = cfg.sigma()
     every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
                                                                            eval_every)
@@ -281,6 +303,11 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     if eval_data is not None:
         x_ev, y_ev = as_tensors(eval_data, "eval_data")
     seed = release_seed(cfg.seed)
+    if users is not None:    # the contribution bound: chosen before training, from the seed
+        kept = cap_records(users, records_per_user, rng=np.random.default_rng([seed, 1]))
+        index = UserIndex.build(users[kept])
+        n = index.n_users                            # the sampled population: users
+        kept_t = torch.from_numpy(kept)
     dev = as_device(cfg.device)
     model.to(dev)
     model.train()
@@ -317,6 +344,13 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
     snapshot = StateSnapshot(model)       # one for the run: its buffers are allocated once
 
     def private_sum(idx: np.ndarray) -> tuple[dict, dict]:
+        if users is not None:       # idx: sampled users; one clipped mean gradient per user
+            rec, seg = index.records(idx)
+            ii = kept_t[torch.from_numpy(rec)].to(dev)
+            total, norms, losses = user_clipped_sum(
+                model, loss, x_dev[ii], y_dev[ii], torch.from_numpy(seg).to(dev), idx.size, c,
+                chunk_size=cfg.virtual_batch_size, snapshot=snapshot)
+            return total, {"norms": norms, "losses": losses}
         ii = torch.from_numpy(idx).to(dev)
         total, norms, losses = private_clipped_sum(model, loss, x_dev[ii], y_dev[ii], c,
                                                    ghost=cfg.ghost,
@@ -367,7 +401,32 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
                        accountant=eps.accountant, max_grad_norm=c, seed=seed,
                        not_private=NotPrivate(
                            batch_sizes=batch_sizes(batches), train_loss=train_loss,
-                           clip_fraction=tally["clipped"] / seen if seen else float("nan")))
+                           clip_fraction=tally["clipped"] / seen if seen else float("nan")),
+                       privacy_unit="record" if users is None else "user",
+                       records_per_user=None if users is None else records_per_user,
+                       config=cfg)
+
+
+def _check_user_run(cfg: RunConfig, user_ids: object, records_per_user: object,
+                    n: int) -> np.ndarray | None:
+    """The validated user ids of a user-level run (None: record-level), refused before training
+    with a ``ValueError`` naming the setting: ids (:func:`~dplib.training.user_level.check_user_ids`),
+    ``records_per_user`` (an int >= 1, only with ``user_ids``), ghost norms, matrix mechanisms."""
+    if user_ids is None:
+        if records_per_user is not None:
+            raise ValueError(f"records_per_user is for user-level runs (give user_ids), got "
+                             f"records_per_user={shown(records_per_user)} without user_ids")
+        return None
+    ids = check_user_ids(user_ids, n)
+    if records_per_user is not None:
+        check_int("records_per_user", records_per_user)
+    if cfg.ghost:
+        raise ValueError("ghost=True computes per-record norms; a user-level run (user_ids) "
+                         "clips each user's mean gradient: use ghost=False")
+    if cfg.noise_correlation != "independent":
+        raise ValueError(f"user_ids needs noise_correlation='independent' (Poisson sampling "
+                         f"of users), got {shown(cfg.noise_correlation)}")
+    return ids
 
 
 def make_optimizer(config: RunConfig, params: dict[str, torch.Tensor]) -> torch.optim.Optimizer:
