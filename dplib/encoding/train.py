@@ -45,6 +45,11 @@ from .moments import check_noise
 from .noise import NoiseDistribution
 from ..training.release import NotPrivate
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..reporting import PrivacyReport
+
 __all__ = ["encoded_sum", "EncodingPrivatizer", "encoded_noisy_gradient", "train_encoded",
            "EncodedTrainResult", "flat_grads", "privatization_error"]
 
@@ -167,6 +172,12 @@ class EncodedTrainResult:
     ks_factors: np.ndarray | None = None
     not_private: NotPrivate = field(default_factory=NotPrivate)
     seed: int | None = None
+
+    def privacy_report(self, **public_facts: object) -> "PrivacyReport":
+        """This run's complete privacy statement, read from the run:
+        :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
+        from ..reporting import privacy_report
+        return privacy_report(self, **public_facts)
 
 
 def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribution,

@@ -30,6 +30,11 @@ from .fewshot import private_next_tokens
 from .model import generate
 from .prompts import PromptBatch, PromptTemplate, template_for
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..reporting import PrivacyReport
+
 __all__ = ["DPICLResult", "zero_shot_predict", "single_prompt_predict", "dp_icl_classify",
            "accuracy_table", "format_table", "mia_one_shot", "unigram_f1",
            "summarise_products", "derailment"]
@@ -60,6 +65,12 @@ class DPICLResult:
     delta: float
     sample_rate: float
     info: dict = field(default_factory=dict)
+
+    def privacy_report(self, **public_facts: object) -> "PrivacyReport":
+        """This release's complete privacy statement, read from the run:
+        :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
+        from ..reporting import privacy_report
+        return privacy_report(self, **public_facts)
 
 
 def zero_shot_predict(model, template: PromptTemplate, queries: Sequence[str]) -> np.ndarray:
@@ -124,7 +135,8 @@ def dp_icl_classify(model, template: PromptTemplate, pool_texts: Sequence[str],
                                 rng=gen)
     votes = ensemble_votes(model, template, pool_texts, pool_labels, queries, demos)
     hist = votes.histogram
-    info = {"num_queries": qn, "num_subsets": m, "shots": k, "aggregator": aggregator}
+    info = {"num_queries": qn, "num_subsets": m, "shots": k, "aggregator": aggregator,
+            "sampler": sampler, "accountant": accountant}
     if aggregator == "rnm":
         if math.isinf(eps):
             return DPICLResult(np.argmax(hist, axis=1), votes, None, 0.0, eps, d, q, info)

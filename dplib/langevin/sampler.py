@@ -43,6 +43,7 @@ from .._validate import shown
 
 if TYPE_CHECKING:
     import torch
+    from ..reporting import PrivacyReport
 
 __all__ = ["dp_sgld", "SGLDResult", "ACCOUNTANTS", "train_dp_sgld_logistic"]
 
@@ -199,6 +200,12 @@ class SGLDResult:
     accountant: str = "none"
     proved: bool = True
     seed: int | None = None
+
+    def privacy_report(self, **public_facts: object) -> "PrivacyReport":
+        """This run's complete privacy statement, read from the run:
+        :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
+        from ..reporting import privacy_report
+        return privacy_report(self, **public_facts)
 
 
 #: Accountants of :func:`train_dp_sgld_logistic`.

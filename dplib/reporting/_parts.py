@@ -59,7 +59,8 @@ def leaf_rho(leaf, neighboring: str) -> float | None:
     relation's sensitivity (half of σ under replace-one); a curve event that states its ρ. The
     count adds up (their Lemma 2.3)."""
     if leaf.curve is not None:
-        rho = getattr(leaf.curve, "rho", None)
+        under = getattr(leaf.curve, "rho_under", None)      # ZCDPEvent: ρ under the relation
+        rho = under(neighboring) if under is not None else getattr(leaf.curve, "rho", None)
         return None if rho is None else float(rho) * leaf.count
     if leaf.sample_rate < 1.0 or not issubclass(leaf.mechanism, (GaussianEvent, LaplaceEvent)):
         return None

@@ -6,8 +6,8 @@ import copy
 import math
 
 from .._validate import check_choice, check_int, shown
-from ..accounting import (Accountant, DpEvent, accountant_names, check_delta, group_privacy,
-                          make_accountant)
+from ..accounting import (Accountant, DpEvent, accountant_names, check_delta, dpsgd_event,
+                          group_privacy, make_accountant)
 from ._parts import (FLOAT_NOISE, HYPER_SEARCH, NEIGHBORING_TEXT, NOT_PRIVATE, PUBLIC_DATA,
                      SEED_WARNING, accountant_version, check_batches, close, history,
                      neighboring_of, one_shot, registry_name, seed_fixed_of)
@@ -171,7 +171,7 @@ def _from_dpsgd(r: object, facts: dict) -> dict:
     per = getattr(r, "records_per_user", None)
     name = ("gradient encoding, Nasr, Shokri & Houmansadr 2020, Alg. 1" if encoded else
             "DP-SGD (Abadi et al. 2016, Alg. 1)" if not (hist["cyclic"] or hist["banded"]) else
-            f"DP-MF ({getattr(cfg, 'noise_correlation', 'matrix mechanism')})")
+            _mf_name(acc, cfg))
     if unit == "user":
         name += f", user-level: each sampled user's gradient clipped as one (≤ {per} records)"
     sigma = None if encoded else float(r.noise_multiplier)
@@ -189,6 +189,15 @@ def _from_dpsgd(r: object, facts: dict) -> dict:
                             "result.accountant.get_epsilon(result.delta)",
                             "seed_fixed": seed_from, "privacy_unit": "result.privacy_unit"
                             if hasattr(r, "privacy_unit") else "dplib trainers are record-level"}}
+
+
+def _mf_name(acc: Accountant, cfg: object) -> str:
+    ev = acc.events[0]
+    sens = float(getattr(ev, "sensitivity", 1.0))
+    return (f"DP-MF, noise_correlation={getattr(cfg, 'noise_correlation', '?')}: noise "
+            f"correlated by the factorisation, whose sensitivity {sens:.4g} (under the run's "
+            f"participations) leaves the noise multiplier σ/{sens:.4g} = "
+            f"{ev.noise_multiplier / sens:.4g} (Denisov et al. 2022, Thm 2.1)")
 
 
 def _from_batched(r: object, facts: dict) -> dict:
@@ -255,41 +264,54 @@ def _from_sgld(r: object, facts: dict) -> dict:
 
 
 def _from_icl(r: object, facts: dict) -> dict:
+    """DPICLResult: Q queries, each a (Poisson-subsampled) Gaussian on the vote histogram of ℓ2
+    sensitivity √2 (:mod:`dplib.icl.accounting`), or a pure ε₀ report-noisy-max composed by the
+    optimal composition theorem (Kairouz, Oh & Viswanath 2015, Thm 3.3)."""
     info = r.info
     if not math.isfinite(r.epsilon):
         raise ValueError("result_or_event: the non-private ensemble (epsilon = inf) has no "
                          "privacy statement")
-    sampler = info.get("sampler", "poisson")
+    sampler, qn = info.get("sampler", "poisson"), int(info["num_queries"])
     rnm = info.get("aggregator") == "rnm"
     poisson = sampler == "poisson" and r.sample_rate < 1.0 and not rnm
     hist = {"poisson": poisson, "sampler": f"Poisson sampling at rate q = {r.sample_rate:.4g}",
             "leaves": []}
     check_batches(facts, hist)
+    sigma, rho = None, None
     if rnm:
-        acc, version = "optimal composition", ("Kairouz, Oh & Viswanath 2015, Thm 3.3 over "
-                                               f"{info['num_queries']} report-noisy-max queries")
+        acc = "optimal composition"
+        version = accountant_version(None, f", Kairouz, Oh & Viswanath 2015, Thm 3.3 over {qn} "
+                                           "report-noisy-max queries")
+        rho = qn * info["epsilon_per_query"] ** 2 / 2.0
     else:
         acc = info.get("accountant", "rdp")
-        version = ""
+        sigma = float(r.noise_std) / math.sqrt(2.0)          # per unit of the √2 sensitivity
+        accountant = make_accountant(acc).compose(dpsgd_event(sigma, r.sample_rate, qn))
+        spent = float(accountant.get_epsilon(r.delta))
+        if spent > r.epsilon * (1 + 1e-6) + 1e-12:
+            raise ValueError(f"result_or_event: its noise gives epsilon {spent!r} > its stated "
+                             f"{r.epsilon!r} under {acc!r}: a field was changed after the run")
+        version = accountant_version(accountant)
+        rho = history(accountant)["rho"]
     return {"mechanism": f"DP in-context learning (Wu et al. 2024), {info['num_subsets']} subsets"
                          f" of {info['shots']} exemplars, {info['aggregator']} aggregation",
             "unit": "record", "neighboring": "add_remove" if sampler == "poisson"
             else "replace_one",
             "sampler": (hist["sampler"] + ", each query" if sampler == "poisson" else
                         "one fixed partition reused by every query (n public)"),
-            "accountant": acc,
-            "accountant_version": (accountant_version(make_accountant(acc)) if not rnm
-                                   else accountant_version(None, f", {version}")),
-            "epsilon": float(r.epsilon), "delta": float(r.delta), "rho": None,
-            "steps": int(info["num_queries"]), "noise_multiplier": None if rnm else
-            float(r.noise_std) / math.sqrt(2.0), "sample_rate": float(r.sample_rate),
+            "accountant": acc, "accountant_version": version,
+            "epsilon": float(r.epsilon), "delta": float(r.delta), "rho": rho, "steps": qn,
+            "noise_multiplier": sigma, "sample_rate": float(r.sample_rate),
             "max_grad_norm": None, "seed_fixed": None, "noise": "float (numpy)",
             "covers": "the predictions (and the noisy histogram) of all num_queries queries",
             "not_covered": ["result.votes: the ensemble's raw votes, not private", HYPER_SEARCH,
                             "the pool size n when the default rate M·shots/n was used",
                             FLOAT_NOISE],
+            "warnings": ["the run does not record its randomness (rng): whether it was fixed "
+                         "cannot be read from the result"],
             "filled_from": {"accountant": "result.info['accountant']",
-                            "sampler": "result.info['sampler']"}}
+                            "sampler": "result.info['sampler']",
+                            "epsilon": "result.epsilon, checked against its accountant"}}
 
 
 def _from_svt(r: object, facts: dict) -> dict:

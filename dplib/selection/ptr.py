@@ -39,6 +39,11 @@ from .smooth_sensitivity import (check_bounded_data, median_sensitivity_at_dista
                                  smooth_median)
 from .sparse_vector import release_rng
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..reporting import PrivacyReport
+
 __all__ = ["distance_to_instability", "ptr_median", "PTRResult", "sample_and_aggregate",
            "split_blocks"]
 
@@ -66,6 +71,12 @@ class PTRResult:
     test_threshold: float
     epsilon_total: float
     delta: float
+
+    def privacy_report(self, **public_facts: object) -> "PrivacyReport":
+        """This release's complete privacy statement, read from the run:
+        :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
+        from ..reporting import privacy_report
+        return privacy_report(self, **public_facts)
 
 
 def ptr_median(x: object, epsilon: float, delta: float, bound: float, lower: float,

@@ -52,6 +52,11 @@ import numpy as np
 from .._validate import check_choice, check_finite_array, check_int, check_positive
 from ..device import release_seed
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..reporting import PrivacyReport
+
 __all__ = ["SVTVariant", "SVT_VARIANTS", "SVTResult", "above_threshold", "sparse_vector",
            "release_rng", "svt_error_rates"]
 
@@ -138,6 +143,12 @@ class SVTResult:
     variant: str
     claimed_epsilon: float
     actual_epsilon: float
+
+    def privacy_report(self, **public_facts: object) -> "PrivacyReport":
+        """This release's complete privacy statement, read from the run:
+        :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
+        from ..reporting import privacy_report
+        return privacy_report(self, **public_facts)
 
 
 def _check_inputs(answers: object, threshold: object, epsilon: object,

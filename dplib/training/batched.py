@@ -34,6 +34,11 @@ from torch.func import functional_call, grad, stack_module_state, vmap
 
 from .._validate import check_int, check_positive, shown
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..reporting import PrivacyReport
+
 __all__ = ["BatchedModels", "train_models_batched", "train_models_sequential", "check_masks"]
 
 
@@ -89,6 +94,12 @@ class BatchedModels:
     epsilon: float
     max_grad_norm: float
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    def privacy_report(self, **public_facts: object) -> "PrivacyReport":
+        """This stack's's complete privacy statement, read from the run:
+        :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
+        from ..reporting import privacy_report
+        return privacy_report(self, **public_facts)
 
     @property
     def num_models(self) -> int:
