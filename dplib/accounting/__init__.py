@@ -20,6 +20,9 @@ probability q (``sample_rate``), the sum of contributions clipped to norm C gets
   and :func:`calibrate_noise` (σ for DP-SGD), both ending in :func:`safe_log_root`.
 * :mod:`.without_replacement` — the PLD of fixed-size batches under replace-one (Zhu, Dong & Wang
   2022), used by :class:`PLDAccountant` for :class:`SampledWithoutReplacementEvent`.
+* :mod:`.zcdp` — zero-concentrated DP (Bun & Steinke 2016): the Gaussian's ρ, composition,
+  the tight conversion to (ε, δ) (Canonne, Kamath & Steinke 2020, Cor. 13), its inverse, and
+  :class:`ZCDPAccountant` (registry name "zcdp"); :class:`ZCDPEvent` is a ρ-zCDP mechanism.
 * :mod:`.gdp` — Gaussian DP and its CLT approximation for DP-SGD (labelled as approximate).
 * :mod:`.subsampling` — amplification by subsampling (Balle, Barthe & Gaboardi 2018) and the RDP
   of sampling without replacement under replace-one adjacency (Wang, Balle & Kasiviswanathan 2019);
@@ -36,11 +39,14 @@ from .gdp import clt_mu, gdp_epsilon
 from .pld import PLDAccountant, compose, subsampled_gaussian_pld
 from .events import (BandedMatrixMechanismEvent, ComposedEvent, DpEvent, EquivalentEvent,
                      GaussianEvent, LaplaceEvent, MatrixMechanismEvent, PoissonSampledEvent,
-                     RDPCurveEvent, SampledWithoutReplacementEvent, SelfComposedEvent, dpsgd_event)
+                     RDPCurveEvent, SampledWithoutReplacementEvent, SelfComposedEvent, ZCDPEvent,
+                     dpsgd_event)
 from .rdp import (DEFAULT_ORDERS, OPACUS_ORDERS, RDPAccountant, gaussian_rdp, laplace_rdp,
                   rdp_to_delta, rdp_to_epsilon, subsampled_gaussian_rdp)
 from .registry import accountant_names, make_accountant, register_accountant
 from .without_replacement import wor_gaussian_epsilon, wor_gaussian_pld
+from .zcdp import (ZCDPAccountant, compose_rho, gaussian_rho, pure_dp_rho, rho_for_epsilon,
+                   zcdp_delta, zcdp_epsilon)
 from .subsampling import (amplified_advanced_composition, amplified_delta, amplified_epsilon,
                           amplified_epsilon_bound, amplify, wor_gaussian_rdp)
 
@@ -56,4 +62,6 @@ __all__ = [
     "EquivalentEvent", "MatrixMechanismEvent", "BandedMatrixMechanismEvent",
     "dpsgd_event", "laplace_rdp", "make_accountant", "register_accountant", "accountant_names",
     "wor_gaussian_pld", "wor_gaussian_epsilon", "check_delta", "check_orders",
+    "ZCDPEvent", "ZCDPAccountant", "gaussian_rho", "pure_dp_rho", "compose_rho", "zcdp_delta",
+    "zcdp_epsilon", "rho_for_epsilon",
 ]

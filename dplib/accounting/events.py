@@ -25,6 +25,8 @@ Events:
 * :class:`SelfComposedEvent`, :class:`ComposedEvent` — sequential (adaptive) composition;
 * :class:`RDPCurveEvent` — a mechanism that states its own Rényi-DP curve (e.g. the gradient
   encoding of :mod:`dplib.encoding`); only Rényi accountants can consume it;
+* :class:`ZCDPEvent` — a mechanism that is ρ-zCDP (Bun & Steinke 2016, Def. 1.1) under a stated
+  relation; the Rényi accountant composes it exactly (ε(α) = αρ), nobody subsamples it;
 * :class:`EquivalentEvent` — a mechanism whose privacy a theorem reduces to another event:
   :class:`MatrixMechanismEvent` (a matrix-factorisation mechanism, one Gaussian release) and
   :class:`BandedMatrixMechanismEvent` (banded MF with cyclic Poisson sampling, Choquette-Choo et
@@ -46,7 +48,7 @@ from .._validate import check_int, check_probability, check_real, shown
 
 __all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "SampledEvent", "PoissonSampledEvent",
            "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent",
-           "RDPCurveEvent", "EquivalentEvent", "MatrixMechanismEvent",
+           "RDPCurveEvent", "ZCDPEvent", "EquivalentEvent", "MatrixMechanismEvent",
            "BandedMatrixMechanismEvent", "Step", "dpsgd_event", "flatten"]
 
 #: The noise multipliers the accountants take. Outside it σ² or 1/σ² leaves the float range
@@ -108,6 +110,13 @@ class SampledEvent(DpEvent):
         object.__setattr__(self, "sample_rate",
                            check_probability("sample_rate", self.sample_rate, low_open=True))
         _check_event("event", self.event)
+        if isinstance(self.event, ZCDPEvent):
+            raise ValueError(f"event: {self.event!r} cannot be subsampled: a generic ρ-zCDP "
+                             "guarantee has no amplification-by-subsampling theorem (Bun, "
+                             "Dwork, Rothblum & Steinke 2018 introduce truncated CDP because "
+                             "zCDP lacks one). Sample the mechanism itself (e.g. a "
+                             "GaussianEvent) so that the accountant can amplify it, or compose "
+                             "the ZCDPEvent without sampling")
 
 
 @dataclass(frozen=True)
@@ -157,6 +166,60 @@ class RDPCurveEvent(DpEvent):
 
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
+
+
+#: The relations a :class:`ZCDPEvent` can be stated for (those of the accountants).
+ZCDP_RELATIONS = ("add_remove", "replace_one")
+
+
+@dataclass(frozen=True)
+class ZCDPEvent(RDPCurveEvent):
+    """A mechanism that is ρ-zero-concentrated DP: D_α(M(D) ‖ M(D')) ≤ αρ for every order
+    α > 1 and every pair of neighbours (Bun & Steinke 2016, Def. 1.1). A claim, not a mechanism:
+    the caller states ρ and the neighbouring relation the claim was proved for (``neighboring``,
+    "add_remove" by default) — zCDP as defined is for the relation of the mechanism that claims
+    it. The Gaussian mechanism with noise multiplier σ (noise std / ℓ2 sensitivity) is
+    1/(2σ²)-zCDP (Bun & Steinke 2016, Prop. 1.6; :func:`dplib.accounting.zcdp.gaussian_rho`).
+
+    Accounting (events say what ran; accountants decide how to account it):
+
+    * a Rényi accountant composes it exactly, r(α) = αρ at every order (Def. 1.1; RDP and zCDP
+      both add up under composition: Mironov 2017, Prop. 1; Bun & Steinke 2016, Lemma 1.7);
+    * under the relation it was stated for it costs ρ. A claim for add/remove also bounds a
+      replace-one accountant, with 4ρ: replacing one record is removing one and adding one, a
+      group of two, and ρ-zCDP gives k²ρ-zCDP for groups of k (Bun & Steinke 2016, Prop. 1.9).
+      A replace-one claim says nothing about add/remove and is refused there;
+    * it cannot be subsampled (:class:`PoissonSampledEvent` refuses it when built): a generic
+      ρ-zCDP mechanism has no amplification-by-subsampling theorem;
+    * the PLD accountant refuses it: a ρ-zCDP claim fixes a bound on the Rényi curve, not a
+      privacy-loss distribution.
+    """
+
+    rho: float
+    neighboring: str = "add_remove"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", check_real("rho", self.rho, low=0.0, high=1e100,
+                                                   high_open=False))
+        if self.neighboring not in ZCDP_RELATIONS:
+            raise ValueError(f"neighboring must be one of {list(ZCDP_RELATIONS)}, got "
+                             f"{shown(self.neighboring)}")
+
+    def rho_under(self, neighboring: str) -> float:
+        """ρ of this mechanism under the accountant's relation ``neighboring``: ρ under the
+        stated relation, 4ρ for replace-one from an add/remove claim (Bun & Steinke 2016,
+        Prop. 1.9, groups of 2); ``ValueError`` for add/remove from a replace-one claim."""
+        if neighboring == self.neighboring:
+            return self.rho
+        if self.neighboring == "add_remove" and neighboring == "replace_one":
+            return 4.0 * self.rho
+        raise ValueError(f"neighboring: {self!r} is stated under replace-one adjacency, which "
+                         f"bounds nothing under {shown(neighboring)}; account it with "
+                         "neighboring='replace_one'")
+
+    def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
+        """r(α) = αρ at every order (Bun & Steinke 2016, Def. 1.1), ρ from :meth:`rho_under`."""
+        return np.asarray(orders, dtype=float) * self.rho_under(neighboring)
 
 
 class EquivalentEvent(DpEvent):

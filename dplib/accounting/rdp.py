@@ -37,7 +37,7 @@ from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 from .._validate import check_choice, check_probability, shown
 from ._base import (MAX_ORDER, Accountant, by_order_blocks, check_delta, check_epsilon,
                     check_noise_multiplier, check_orders)
-from .events import LaplaceEvent
+from .events import LaplaceEvent, ZCDPEvent
 from .registry import register_accountant
 from .subsampling import wor_gaussian_rdp
 
@@ -348,7 +348,9 @@ class RDPAccountant(Accountant):
       Kasiviswanathan 2019, Thm 27 (:func:`dplib.accounting.subsampling.wor_gaussian_rdp`, which
       takes the noise relative to the replace-one sensitivity 2C: σ/2 is passed to it here);
     * Laplace on every record: :func:`laplace_rdp` (sensitivity C or 2C likewise);
-    * any :class:`~dplib.accounting.events.RDPCurveEvent` (its own curve).
+    * any :class:`~dplib.accounting.events.RDPCurveEvent` (its own curve), among them
+      :class:`~dplib.accounting.events.ZCDPEvent`: r(α) = αρ exactly (Bun & Steinke 2016,
+      Def. 1.1; 4ρ for replace-one from an add/remove claim, their Prop. 1.9).
 
     Anything else (Poisson sampling under replace-one, subsampled Laplace) raises ``ValueError``
     naming the event; :class:`~dplib.accounting.PLDAccountant` bounds the Poisson replace-one case.
@@ -386,6 +388,11 @@ class RDPAccountant(Accountant):
                 and self.neighboring == "replace_one"):
             self._refuse(leaf, "no Rényi bound for Poisson sampling under replace-one here; "
                                "use PLDAccountant(neighboring='replace_one')")
+        if isinstance(leaf.curve, ZCDPEvent):      # a replace-one claim bounds no add/remove
+            try:
+                leaf.curve.rho_under(self.neighboring)
+            except ValueError as exc:
+                self._refuse(leaf, str(exc))
 
     def step_rdp(self, leaf) -> np.ndarray:
         """RDP of one run of a flattened event (:class:`~dplib.accounting.events.Step`) at
