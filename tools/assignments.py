@@ -27,8 +27,10 @@ every package the notebooks import, and ``dplib`` at the commit the notebooks pi
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -191,15 +193,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="where OUT/NAME/student/tests.zip will be published (for Colab)")
     parser.add_argument("--no-run-tests", action="store_true",
                         help="skip Otter's check of the solutions against the tests")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="assignments generated at a time (each runs its solutions)")
     parser.add_argument("names", nargs="*", help="only these assignments (file stems)")
     args = parser.parse_args(argv)
     masters = [m for m in master_notebooks() if not args.names or m.stem in args.names]
     if not masters:
         print("no assignments found", file=sys.stderr)
         return 1
-    for master in masters:
-        g = generate(master, args.out, url=args.url, run_tests=not args.no_run_tests)
-        print(f"{g.name}:\n  student notebook  {g.student}\n  autograder zip    {g.autograder}")
+    # Otter Assign runs in its own process per assignment and writes only OUT/NAME: several at
+    # a time is the same as one after another, in about half the time on two cores.
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        done = pool.map(lambda m: generate(m, args.out, url=args.url,
+                                           run_tests=not args.no_run_tests), masters)
+        for g in done:
+            print(f"{g.name}:\n  student notebook  {g.student}\n  autograder zip    {g.autograder}")
     return 0
 
 
