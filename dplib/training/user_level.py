@@ -250,7 +250,7 @@ def exact_user_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
         for (k, p), g in zip(params.items(), grads):
             if g is not None:
                 acc[k][u] += g.detach() / float(counts[u])
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     total, norms = _clip_users(acc, c)
     dtype = next(iter(params.values())).dtype if params else torch.float32
     return total, norms, torch.tensor(losses, dtype=dtype, device=x.device)
