@@ -8,8 +8,9 @@ import math
 import numpy as np
 
 from .._validate import check_choice, shown
-from ..accounting import (Accountant, BandedMatrixMechanismEvent, GaussianEvent,
+from ..accounting import (Accountant, BandedMatrixMechanismEvent, DpEvent, GaussianEvent,
                           LaplaceEvent, MatrixMechanismEvent, accountant_names)
+from ..accounting.events import flatten
 from ..accounting.registry import accountant_class
 from .statement import BATCHES
 
@@ -68,6 +69,21 @@ def leaf_rho(leaf, neighboring: str) -> float | None:
     return leaf.count / (2.0 * sigma ** 2)
 
 
+def curve_poisson_rate(curve: object) -> float | None:
+    """The Poisson rate q < 1 a curve event analyses, or None: its own ``sample_rate`` (e.g. the
+    gradient encoding's step, Nasr et al. 2020, Lemma 4), or the Poisson leaves of the run it
+    wraps (e.g. :class:`~dplib.selection.tuning.TunedRuns`)."""
+    rate = getattr(curve, "sample_rate", None)
+    if isinstance(rate, (int, float)) and rate < 1.0:
+        return float(rate)
+    inner = getattr(curve, "event", None)
+    if isinstance(inner, DpEvent):
+        rates = [leaf.sample_rate for leaf in flatten(inner)
+                 if leaf.curve is None and leaf.sampling == "poisson" and leaf.sample_rate < 1.0]
+        return float(rates[0]) if rates else None
+    return None
+
+
 def history(acc: Accountant) -> dict:
     """Sampler, steps, σ, q and ρ read from an accountant's recorded events."""
     leaves = list(acc.history)
@@ -77,9 +93,14 @@ def history(acc: Accountant) -> dict:
     events = list(acc.events)
     cyclic = any(isinstance(e, MatrixMechanismEvent) for e in events)
     banded = [e for e in events if isinstance(e, BandedMatrixMechanismEvent)]
-    kinds = []
+    kinds, curve_rates = [], []
     for leaf in leaves:
-        if leaf.curve is not None:
+        rate = curve_poisson_rate(leaf.curve) if leaf.curve is not None else None
+        curve_rates.append(rate)
+        if leaf.curve is not None and rate is not None:
+            kinds.append(f"Poisson sampling at rate q = {rate:.4g} (as analysed by "
+                         f"{type(leaf.curve).__name__})")
+        elif leaf.curve is not None:
             kinds.append(f"as stated by {type(leaf.curve).__name__}")
         elif leaf.sample_rate == 1.0:
             kinds.append("full batch (every record in every step)")
@@ -102,7 +123,8 @@ def history(acc: Accountant) -> dict:
             "sigma": None if one is None else one.noise_multiplier,
             "q": None if one is None else one.sample_rate,
             "poisson": any(leaf.sampling == "poisson" and leaf.sample_rate < 1.0
-                           and leaf.curve is None for leaf in leaves),
+                           and leaf.curve is None for leaf in leaves)
+            or any(r is not None for r in curve_rates),
             "rho": None if any(r is None for r in rhos) else float(sum(rhos)),
             "cyclic": cyclic, "banded": bool(banded), "leaves": leaves}
 

@@ -203,15 +203,14 @@ def _mf_name(acc: Accountant, cfg: object) -> str:
 def _from_batched(r: object, facts: dict) -> dict:
     """BatchedModels: it records σ, q, T, δ, ε but not the accountant's name; the accountant is
     the registered one whose ε for (σ, q, T) reproduces the result's ε."""
-    names = [n for n in accountant_names()
-             if close(float(make_accountant(n).step(
-                 noise_multiplier=r.noise_multiplier, sample_rate=r.sample_rate,
-                 num_steps=r.steps).get_epsilon(r.delta)), float(r.epsilon))]
+    run = dpsgd_event(r.noise_multiplier, r.sample_rate, r.steps)
+    names = [n for n in accountant_names() if make_accountant(n).supports(run)
+             and close(float(make_accountant(n).compose(run).get_epsilon(r.delta)),
+                       float(r.epsilon))]
     if not names:
         raise ValueError(f"result_or_event: no registered accountant gives its epsilon "
                          f"{r.epsilon!r} for its (σ, q, T, δ): a field was changed after the run")
-    acc = make_accountant(names[0]).step(noise_multiplier=r.noise_multiplier,
-                                         sample_rate=r.sample_rate, num_steps=r.steps)
+    acc = make_accountant(names[0]).compose(run)
     out = _from_dpsgd(_Shim(r, acc), facts)
     out["mechanism"] = f"DP-SGD, a stack of {r.num_models} models (one guarantee per model)"
     out["filled_from"]["accountant"] = "the registered accountant reproducing result.epsilon"
