@@ -53,7 +53,7 @@ RHO_RANGE = (0.0, 1e100)
 _METHODS = ("tight", "simple")
 
 
-def check_rho(rho: object) -> float:
+def _check_rho(rho: object) -> float:
     """ρ ∈ (0, 1e100] (:data:`RHO_RANGE`)."""
     return check_real("rho", rho, low=RHO_RANGE[0], high=RHO_RANGE[1], high_open=False)
 
@@ -118,7 +118,7 @@ def zcdp_delta(rho: float, epsilon: float, *, method: str = "tight") -> float:
 
     δ is capped at 1 (every mechanism is (ε, 1)-DP).
     """
-    r = check_rho(rho)
+    r = _check_rho(rho)
     eps = check_epsilon(epsilon)
     check_choice("method", method, _METHODS)
     if method == "simple":
@@ -138,7 +138,7 @@ def zcdp_epsilon(rho: float, delta: float, *, method: str = "tight") -> float:
     >>> round(zcdp_epsilon(0.5, 1e-5), 3), round(zcdp_epsilon(0.5, 1e-5, method="simple"), 3)
     (4.728, 5.299)
     """
-    r = check_rho(rho)
+    r = _check_rho(rho)
     d = check_delta(delta)
     check_choice("method", method, _METHODS)
     if method == "simple":
