@@ -355,10 +355,11 @@ def all_specs() -> list[Spec]:
     from .bad_inputs_selection import selection_specs
     from .bad_inputs_plotting import plotting_specs
     from .bad_inputs_zcdp import zcdp_specs
+    from .bad_inputs_user_level import user_level_specs
     return (core_specs() + support_specs() + event_specs() + ml_specs() + encoding_specs()
             + models_erm_specs() + icl_model_specs() + transformer_specs() + figures_specs()
             + figures_specs_more() + private_run_specs() + correlated_specs() + selection_specs()
-            + plotting_specs() + zcdp_specs())
+            + plotting_specs() + zcdp_specs() + user_level_specs())
 
 
 #: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.
