@@ -243,8 +243,9 @@ EXCLUDED: dict[str, str] = {
                                               "swept)",
     "dplib.device.Setup": "result record returned by setup()",
     "dplib.device.quick_mode": "no parameters (reads DPBOOK_QUICK)",
-    "dplib.widgets.format_value": "formats any value for display (numbers with separators, "
-                                  "dropdown options as their text): no bad input",
+    "dplib.widget_controls.format_value": "formats any value for display (numbers with "
+                                          "separators, dropdown options as their text): no "
+                                          "bad input",
     "dplib.widget_frames.frames_enabled": "no parameters (reads DPBOOK_WIDGET_FRAMES)",
     "dplib.widget_frames.FrameGrid": "result record returned by frame_grid/plan_grid (swept)",
     "dplib.widget_frames.live_control_html": "the body of FigurePanel.static_html, called with "
@@ -253,7 +254,8 @@ EXCLUDED: dict[str, str] = {
                                              "is tested in tests/unit",
     "dplib.datasets.default_root": "no parameters (reads DPBOOK_DATA)",
     "dplib.plotting.use_book_style": "no parameters",
-    "dplib.widgets.Control": "record built by slider/int_slider/log_slider/dropdown (swept)",
+    "dplib.widget_controls.Control": "record built by slider/int_slider/log_slider/dropdown "
+                                     "(swept)",
     "dplib.widgets.FigurePanel": "built by interactive_figure (swept)",
     # result records (dataclasses returned by swept functions)
     **{name: "result record returned by a library function" for name in (
@@ -354,12 +356,16 @@ def all_specs() -> list[Spec]:
     from .bad_inputs_correlated import correlated_specs
     from .bad_inputs_selection import selection_specs
     from .bad_inputs_plotting import plotting_specs
+    from .bad_inputs_synthetic import synthetic_specs
     from .bad_inputs_zcdp import zcdp_specs
+    from .bad_inputs_reporting import reporting_specs
+    from .bad_inputs_finetune import finetune_specs
     from .bad_inputs_user_level import user_level_specs
     return (core_specs() + support_specs() + event_specs() + ml_specs() + encoding_specs()
             + models_erm_specs() + icl_model_specs() + transformer_specs() + figures_specs()
             + figures_specs_more() + private_run_specs() + correlated_specs() + selection_specs()
-            + plotting_specs() + zcdp_specs() + user_level_specs())
+            + plotting_specs() + synthetic_specs() + zcdp_specs() + finetune_specs()
+            + reporting_specs() + user_level_specs())
 
 
 #: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.

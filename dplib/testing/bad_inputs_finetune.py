@@ -1,0 +1,33 @@
+"""Bad-input table entries for the fine-tuning topic (see :mod:`dplib.testing.bad_inputs`):
+:mod:`dplib.training.finetune` (which parameters of a pretrained model train privately)."""
+from __future__ import annotations
+
+from .bad_inputs import INF, NAN, Spec
+
+_NOT_A_MODEL = [None, "model", 3, [1.0]]
+
+
+def finetune_specs() -> list[Spec]:
+    """One :class:`Spec` per public callable of :mod:`dplib.training.finetune`. The valid call
+    of :func:`~dplib.training.finetune.prepare_finetune` uses ``mode="last_layer"``, which can
+    be repeated on the same model (``"lora"`` would inject adapters again on every call)."""
+    try:
+        from torch import nn
+
+        from ..training import finetune as FT
+    except ImportError:          # torch absent: nothing of this topic to sweep
+        return []
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    return [
+        Spec("dplib.training.finetune.prepare_finetune", lambda: FT.prepare_finetune,
+             args=(model, "last_layer"),
+             params=dict(model=_NOT_A_MODEL, mode="choice", rank="int1",
+                         alpha=[0.0, -1.0, NAN, INF, "1.0", [1.0]],
+                         target_modules=[[], [3], "", 5, ["0"]],
+                         head=["no_such_module", [], [3], "", 5])),
+        Spec("dplib.training.finetune.trainable_parameter_count",
+             lambda: FT.trainable_parameter_count, args=(model,),
+             params=dict(model=_NOT_A_MODEL)),
+        Spec("dplib.training.finetune.LogitsOnly", lambda: FT.LogitsOnly, args=(model,),
+             params=dict(model=_NOT_A_MODEL)),
+    ]
