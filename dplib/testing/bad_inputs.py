@@ -356,7 +356,6 @@ def all_specs() -> list[Spec]:
     from .bad_inputs_correlated import correlated_specs
     from .bad_inputs_selection import selection_specs
     from .bad_inputs_plotting import plotting_specs
-    from .bad_inputs_reporting import reporting_specs
     from .bad_inputs_synthetic import synthetic_specs
     from .bad_inputs_zcdp import zcdp_specs
     from .bad_inputs_reporting import reporting_specs
