@@ -17,7 +17,7 @@ tables), ``widgets`` (interactive figures that also render statically on the web
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 from .device import as_device, get_device, quick_mode, seed_everything, setup  # noqa: E402
 

@@ -167,7 +167,7 @@ class Setup:
 
 def setup(seed: int = 0, *, verbose: bool = True) -> Setup:
     """Seed everything, pick the device, read quick mode, apply the book's figure style."""
-    from . import __version__
+    from ._version import __version__
     from .plotting import use_book_style
 
     if not isinstance(verbose, bool):

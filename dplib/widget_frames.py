@@ -36,13 +36,12 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-from ._validate import shown
 
-if TYPE_CHECKING:   # dplib.widgets imports this module; it is imported back where it is used
-    from .widgets import Control
+from ._validate import shown
+from .widget_controls import CAPTION_CLASS, CONTROLS_CLASS, Control, format_value
 
 __all__ = ["FrameGrid", "frame_grid", "plan_grid", "frames_enabled", "live_control_html",
            "FRAMES_ENV", "LIVE_CLASS", "MIN_POINTS", "MAX_POINTS", "FRAME_BUDGET_S",
@@ -137,8 +136,6 @@ def frame_grid(controls: dict[str, Control], points: int, *,
     All combinations are drawn when there are at most ``max_product`` of them; otherwise one
     control at a time (1 + Σ(kᵢ − 1) frames).
     """
-    from .widgets import Control
-
     if not controls or not all(isinstance(c, Control) for c in controls.values()):
         raise ValueError(f"controls must be a non-empty dict of Control, got {shown(controls)}")
     if not isinstance(points, int) or isinstance(points, bool) or points < 2:
@@ -255,8 +252,6 @@ def live_control_html(grid: FrameGrid, frames: dict[tuple[int, ...], bytes],
     caption with the values shown, the other frames as base64 PNGs in a JSON payload (identical
     frames stored once) and the inline script that swaps them; nothing is fetched.
     """
-    from .widgets import CAPTION_CLASS, CONTROLS_CLASS, format_value
-
     missing = [k for k in grid.keys() if k not in frames]
     if missing:
         raise ValueError(f"frames lacks {len(missing)} of the grid's frames, e.g. {missing[0]}")
