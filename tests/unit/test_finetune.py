@@ -1,0 +1,239 @@
+"""Private fine-tuning (dplib.training.finetune): which parameters train, and the clipped sum of
+a peft LoRA model against its definition.
+
+The oracle is :func:`dplib.training.clipped_sum.exact_clipped_sum`: one ordinary backward pass
+per example, each gradient clipped to C, summed. The ghost path (one forward, one backward pass)
+and the vmap path must equal it on a LoRA-adapted tiny GPT-2 (transformers' Conv1D base layers
+frozen, peft's ``lora_A``/``lora_B`` trainable) and on a pretrained CNN with a frozen base — also
+for a batch with a hostile record (a gradient 10⁶ times the others, and one that overflows).
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+pytest.importorskip("transformers")
+peft = pytest.importorskip("peft")
+
+from dplib.training import (exact_clipped_sum, ghost_clipped_grad_sum, ghost_plan,  # noqa: E402
+                            make_cnn, noisy_gradient, private_clipped_sum, train)
+from dplib.training.finetune import (LogitsOnly, prepare_finetune,  # noqa: E402
+                                     trainable_parameter_count)
+from dplib.training.grads import clipped_grad_sum  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+T = 12          # tokens per record
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    """The stored tiny GPT-2 (2 layers, 64-dim states, vocabulary 192), loaded once."""
+    from dplib.icl.tiny_lm import load_tiny_lm
+    return load_tiny_lm().model
+
+
+def weighted_lm_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy of each record times a per-record weight: ``y`` holds the T
+    token ids and, in its last column, the weight (a weight of 1e6 makes a hostile record whose
+    gradient is a million times the others; 1e38 one whose gradient overflows float32)."""
+    ids, w = y[:, :-1].long(), y[:, -1]
+    ce = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
+                         reduction="none").view(ids.shape[0], -1).mean(1)
+    return (ce * w).mean()
+
+
+def lora_gpt2(base, rank=4, seed=0):
+    """A LoRA-adapted copy of the tiny GPT-2 as a logits module, its B matrices drawn at random
+    (peft initialises B = 0, which would make every A-gradient zero and the test weaker)."""
+    model = LogitsOnly(prepare_finetune(copy.deepcopy(base), "lora", rank=rank)).train()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(0.2 * torch.randn(p.shape, generator=gen))
+    return model
+
+
+def token_batch(b=6, seed=1, weights=None):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randint(3, 192, (b, T), generator=gen)
+    w = torch.ones(b, 1) if weights is None else torch.tensor(weights, dtype=torch.float32)[:, None]
+    return x, torch.cat([x.float(), w], 1)
+
+
+def assert_same_sum(got, want, rtol=1e-4):
+    assert sorted(got) == sorted(want)
+    for k in want:
+        scale = max(float(want[k].abs().max()), 1e-6)
+        assert float((got[k] - want[k]).abs().max()) <= rtol * scale, k
+
+
+def test_ghost_equals_the_per_example_loop_on_peft_lora_gpt2(gpt2):
+    model = lora_gpt2(gpt2)
+    x, y = token_batch()
+    plan = ghost_plan(model, weighted_lm_loss, x, y)
+    # only the adapters are recorded: the frozen Conv1D base layers and embeddings are skipped
+    assert plan and all(".lora_A." in k or ".lora_B." in k for k in plan), plan
+    assert len(plan) == 2 * 2          # c_attn of both blocks, A and B
+    c = 0.5
+    got, norms, _ = ghost_clipped_grad_sum(model, weighted_lm_loss, x, y, c)
+    want, want_norms, _ = exact_clipped_sum(model, weighted_lm_loss, x, y, c)
+    assert torch.allclose(norms, want_norms, rtol=1e-4)
+    assert bool((want_norms > c).any())      # some examples are clipped: the test bites
+    assert_same_sum(got, want)
+    assert sorted(got) == sorted(k for k, p in model.named_parameters() if p.requires_grad)
+
+
+def test_ghost_and_vmap_equal_the_loop_with_hostile_records(gpt2):
+    """Record 2's gradient is 10⁶ times the others (clipped to C like any), record 4's overflows
+    float32 (clip factor 0: it adds nothing); the fast paths must equal the loop, and the sum's
+    norm minus the finite records' stays within C per record."""
+    model = lora_gpt2(gpt2, seed=3)
+    x, y = token_batch(weights=[1.0, 1.0, 1e6, 1.0, 1e38, 1.0])
+    c = 1.0
+    want, want_norms, _ = exact_clipped_sum(model, weighted_lm_loss, x, y, c)
+    assert want_norms[2] > 1e5 and not math.isfinite(float(want_norms[4]))
+    ghost, gn, _ = ghost_clipped_grad_sum(model, weighted_lm_loss, x, y, c)
+    assert_same_sum(ghost, want)
+    assert not math.isfinite(float(gn[4])) and gn[2] > 1e5
+    vm, _, _ = clipped_grad_sum(model, weighted_lm_loss, x, y, c)      # raises if vmap fails
+    assert_same_sum(vm, want)
+    # without the hostile records, the sum moves by at most C per removed clipped record
+    keep = torch.tensor([0, 1, 3, 5])
+    rest, _, _ = exact_clipped_sum(model, weighted_lm_loss, x[keep], y[keep], c)
+    diff = torch.sqrt(sum(((want[k] - rest[k]) ** 2).sum() for k in want))
+    assert float(diff) <= c * (1 + 1e-4)
+    for fast in (True, False):
+        out, _, _ = private_clipped_sum(model, weighted_lm_loss, x, y, c, ghost=fast)
+        assert_same_sum(out, want)
+
+
+def test_frozen_parameters_get_no_gradient_and_no_noise(gpt2):
+    """A LoRA run trains the adapters only: the frozen weights are bit-for-bit unchanged and
+    never hold a gradient, the noisy gradient has exactly the trainable names, and on an empty
+    batch (pure noise) its coordinates have the standard deviation σC/B."""
+    model = lora_gpt2(gpt2, seed=5)
+    frozen = {k: p.detach().clone() for k, p in model.named_parameters() if not p.requires_grad}
+    lora = {k: p.detach().clone() for k, p in model.named_parameters() if p.requires_grad}
+    x, y = token_batch(b=40, seed=2)
+    train(model, (x, y), sample_rate=0.25, lr=0.05, steps=3, noise_multiplier=1.0,
+          ghost=True, loss_fn=weighted_lm_loss, seed=11)
+    for k, p in model.named_parameters():
+        assert p.grad is None
+        if k in frozen:
+            assert torch.equal(p, frozen[k]), k
+        else:
+            assert not torch.equal(p, lora[k]), k          # noised and updated
+    gen = torch.Generator().manual_seed(4)
+    sigma, c, b = 2.0, 0.5, 10.0
+    grads, _, _ = noisy_gradient(model, weighted_lm_loss, x[:0], y[:0], max_grad_norm=c,
+                                 noise_multiplier=sigma, expected_batch_size=b, generator=gen,
+                                 ghost=True)
+    assert sorted(grads) == sorted(lora)
+    flat = torch.cat([g.flatten() for g in grads.values()])
+    assert flat.numel() == trainable_parameter_count(model) == 2 * 4 * (64 + 192)
+    assert abs(float(flat.std()) / (sigma * c / b) - 1) < 0.1      # 2048 draws: sd ≈ 1.6%
+
+
+def _expected_counts(cfg) -> dict[str, int]:
+    """Trainable counts of each mode for a GPT-2 config, from its shapes (not from a model)."""
+    d, v, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
+    inner = cfg.n_inner or 4 * d
+    per_block_w = 2 * d + d * 3 * d + 3 * d + d * d + d + 2 * d + d * inner + inner + inner * d + d
+    full = v * d + cfg.n_positions * d + L * per_block_w + 2 * d      # lm_head tied to wte
+    bias = L * (d + 3 * d + d + d + inner + d) + d                    # LayerNorm and Conv1D biases
+    return {"full": full, "last_layer": v * d, "bias": bias,
+            "lora": L * 8 * (d + 3 * d)}                              # rank 8 on c_attn
+
+
+@pytest.mark.parametrize("mode", ["full", "last_layer", "bias", "lora"])
+def test_prepare_finetune_counts_gpt2(gpt2, mode):
+    want = _expected_counts(gpt2.config)[mode]
+    model = prepare_finetune(copy.deepcopy(gpt2), mode)
+    assert trainable_parameter_count(model) == want
+    assert trainable_parameter_count(model) == sum(
+        p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
+    if mode == "lora":
+        assert isinstance(model, peft.PeftModel)
+        assert all("lora_" in k for k, p in model.named_parameters() if p.requires_grad)
+
+
+def test_prepare_finetune_counts_cnn():
+    k, w = 10, 16
+    assert trainable_parameter_count(make_cnn(1, k, 8, seed=0)) == \
+        (9 * w + w) + 2 * w + (9 * w * 2 * w + 2 * w) + 4 * w + (2 * w * k + k)
+    last = prepare_finetune(make_cnn(1, k, 8, seed=0), "last_layer")
+    assert [n for n, p in last.named_parameters() if p.requires_grad] == ["8.weight", "8.bias"]
+    bias = prepare_finetune(make_cnn(1, k, 8, seed=0), "bias", head="8")
+    assert trainable_parameter_count(bias) == w + w + 2 * w + 2 * w + (2 * w * k + k)
+    lora = prepare_finetune(make_cnn(1, k, 8, seed=0), "lora", rank=2, target_modules=["0", "3"],
+                            head="8", alpha=4.0)
+    # A: r × (C_in·3·3), B: C_out × r (1×1 convolution), plus the head copy peft trains
+    assert trainable_parameter_count(lora) == (2 * 9 + w * 2) + (2 * w * 9 + 2 * w * 2) + \
+        (2 * w * k + k)
+    assert lora.peft_config["default"].lora_alpha == 4.0
+
+
+CNN_MODES = {"last_layer": {}, "bias": {"head": "8"},
+             "lora": {"head": "8", "target_modules": ["0", "3"], "rank": 2}}
+
+
+@pytest.mark.parametrize("mode", sorted(CNN_MODES))
+def test_frozen_base_cnn_ghost_and_vmap_equal_the_loop(mode):
+    model = prepare_finetune(make_cnn(1, 10, 8, seed=0), mode, **CNN_MODES[mode])
+    gen = torch.Generator().manual_seed(6)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(0.3 * torch.randn(p.shape, generator=gen))
+    x = torch.randn(7, 1, 8, 8, generator=gen)
+    x[3] *= 1e4                              # a hostile image: its gradient is clipped too
+    y = torch.randint(0, 10, (7,), generator=gen)
+    want, _, _ = exact_clipped_sum(model, F.cross_entropy, x, y, 0.1)
+    assert_same_sum(ghost_clipped_grad_sum(model, F.cross_entropy, x, y, 0.1)[0], want)
+    assert_same_sum(clipped_grad_sum(model, F.cross_entropy, x, y, 0.1)[0], want)
+    frozen = {k: p.detach().clone() for k, p in model.named_parameters() if not p.requires_grad}
+    for ghost in (True, False):
+        train(model, (x, y), sample_rate=0.5, lr=0.1, steps=2, noise_multiplier=1.0,
+              ghost=ghost, seed=3)
+    assert all(torch.equal(p, frozen[k]) for k, p in model.named_parameters() if k in frozen)
+
+
+def test_logits_only_matches_the_hugging_face_model(gpt2):
+    x, _ = token_batch(b=3)
+    base = copy.deepcopy(gpt2).eval()
+    with torch.no_grad():
+        assert torch.equal(LogitsOnly(base)(x), base(input_ids=x).logits)
+    lin = nn.Linear(3, 2)
+    assert torch.equal(LogitsOnly(lin)(torch.ones(1, 3)), lin(torch.ones(1, 3)))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda m: prepare_finetune(m, "adapters"), "mode"),
+    (lambda m: prepare_finetune(m, "lora", rank=0), "rank"),
+    (lambda m: prepare_finetune(m, "lora", alpha=-1.0), "alpha"),
+    (lambda m: prepare_finetune(m, "full", head="2"), "head"),
+    (lambda m: prepare_finetune(m, "last_layer", head="9"), "head"),
+    (lambda m: prepare_finetune(m, "bias", target_modules=["0"]), "target_modules"),
+    (lambda m: prepare_finetune(m, "last_layer", alpha=2.0), "alpha"),
+    (lambda m: prepare_finetune(m, "lora", target_modules=[]), "target_modules"),
+    (lambda m: prepare_finetune(m, "lora", target_modules=["no_such_layer"]), "target_modules"),
+    (lambda m: prepare_finetune("model", "full"), "model"),
+    (lambda m: trainable_parameter_count(None), "model"),
+    (lambda m: LogitsOnly(3), "model"),
+])
+def test_bad_inputs_are_refused(call, name):
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    with pytest.raises(ValueError, match=name):
+        call(model)
+
+
+def test_bias_mode_refuses_a_model_without_biases():
+    with pytest.raises(ValueError, match="nothing to train"):
+        prepare_finetune(nn.Sequential(nn.Linear(4, 3, bias=False)), "bias")
