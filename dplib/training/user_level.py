@@ -184,19 +184,21 @@ def user_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: to
     check_batch(x, y)
     c = check_max_grad_norm(max_norm)
     seg, m = _check_segments(x, segments, n_users)
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    step = check_int("chunk_size", chunk_size) if chunk_size is not None else (
+        max(x.shape[0], 1) if x.device.type != "cpu" else cpu_chunk_size(
+            {k: p.detach() for k, p in params.items()}))
+    if snapshot is not None and not isinstance(snapshot, StateSnapshot):
+        raise ValueError(f"snapshot must be a StateSnapshot of this model, got "
+                         f"{shown(snapshot)}"[:200])
     snap = StateSnapshot(model) if snapshot is None else snapshot
     if snapshot is not None:
         snap.refresh()
-    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    losses: list = []
     try:
         counts = torch.bincount(seg, minlength=m).clamp(min=1)
         w = 1.0 / counts[seg].double()
         acc = {k: p.new_zeros((m, *p.shape)) for k, p in params.items()}
-        step = chunk_size if chunk_size is not None else (
-            max(x.shape[0], 1) if x.device.type != "cpu" else cpu_chunk_size(
-                {k: p.detach() for k, p in params.items()}))
-        step = check_int("chunk_size", step)
-        losses = []
         for s in range(0, x.shape[0], step):      # a loop over chunks, not over records
             g, ls = _grads_and_losses(model, loss_fn, x[s:s + step], y[s:s + step])
             ws, ss = w[s:s + step], seg[s:s + step]
