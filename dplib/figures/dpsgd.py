@@ -227,7 +227,8 @@ def training_run_figure(result: object, stop_epochs: float, *,
     batches, same noise draws), and its ε is the accountant's ε after T steps, which the history
     records. ``reference_accuracy`` in [0, 1] draws a dashed line (a non-private model).
     """
-    from ..training.trainer import TrainResult, steps_for_epochs
+    from ..training.config import steps_for_epochs
+    from ..training.trainer import TrainResult
 
     if not isinstance(result, TrainResult):
         raise ValueError(f"result must be a dplib.training.TrainResult, got "

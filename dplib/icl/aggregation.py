@@ -41,6 +41,7 @@ from .._validate import (as_generator, check_choice, check_finite_array, check_i
                          check_positive, check_probability, check_real, check_real_array)
 from ..mechanisms import (exponential_mechanism, exponential_mechanism_probabilities,
                           laplace_mechanism, report_noisy_max)
+from ._checks import check_disjoint
 from .data import tokenize
 from .prompts import PromptBatch, PromptTemplate
 from .._validate import shown
@@ -107,24 +108,6 @@ def partition_exemplars(n: int, num_subsets: int, num_queries: int = 1, *,
     out = np.full((qn * m, k), -1, dtype=np.int64)
     out[group, rank] = ex
     return out.reshape(qn, m, k)
-
-
-def check_disjoint(name: str, demos: np.ndarray) -> np.ndarray:
-    """Refuse subsets (Q, M, k) of which two, for one query, share an exemplar (``-1`` = empty).
-
-    "One exemplar changes one answer" — the sensitivity every accountant here assumes — holds
-    only if each exemplar is in at most one subset of a query; an exemplar placed in all M
-    subsets would move M votes. Vectorised: sort each query's indices, compare neighbours.
-    """
-    d = np.asarray(demos)
-    flat = np.sort(d.reshape(d.shape[0], -1), axis=1)
-    dup = (flat[:, 1:] == flat[:, :-1]) & (flat[:, 1:] >= 0)
-    if dup.any():
-        qi, j = np.argwhere(dup)[0]
-        raise ValueError(f"{name} must give every query disjoint subsets (each exemplar in at "
-                         f"most one subset), got exemplar {int(flat[qi, j + 1])} twice in query "
-                         f"{int(qi)}")
-    return d
 
 
 # ---------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from .._validate import as_generator, check_choice, check_int, shown
 
 __all__ = ["TextDataset", "TASKS", "make_book_data", "write_book_data", "load_book_data",
            "vocabulary", "tokenize", "public_corpus", "STOPWORDS", "product_reference", "load_sst2",
-           "load_agnews", "download", "DATA_DIR"]
+           "load_agnews", "download", "DATA_DIR", "POSITIVE", "NEGATIVE", "PRODUCTS"]
 
 #: Where the book's data files live (``<repository>/data``).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"

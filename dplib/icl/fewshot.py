@@ -35,7 +35,8 @@ import numpy as np
 
 from .._validate import as_generator, check_int, check_probability, check_real
 from .accounting import VOTE_SENSITIVITY, gaussian_noise_std
-from .aggregation import check_disjoint, partition_exemplars
+from ._checks import check_disjoint
+from .aggregation import partition_exemplars
 from .prompts import PromptBatch, PromptTemplate
 
 __all__ = ["private_next_tokens", "generate_demonstrations", "synthetic_demonstrations",

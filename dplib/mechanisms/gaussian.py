@@ -26,7 +26,7 @@ from scipy.special import erfcx, log_ndtr
 
 from .._validate import (as_generator, check_choice, check_finite_array, check_positive,
                          check_real, check_real_array)
-from .laplace import check_noise_scale, check_resolution
+from ._checks import check_noise_scale, check_resolution
 from .._validate import shown
 
 __all__ = ["gaussian_sigma", "gaussian_delta", "gaussian_log_delta", "gaussian_epsilon", "gaussian_mechanism",

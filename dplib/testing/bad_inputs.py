@@ -219,8 +219,7 @@ EXCLUDED: dict[str, str] = {
     **{name: "a validator: raising ValueError on bad input is all it does (used by swept "
              "functions)" for name in (
         "dplib.encoding.moments.check_noise", "dplib.encoding.moments.check_orders_int",
-        "dplib.icl.aggregation.check_disjoint", "dplib.mechanisms.laplace.check_noise_scale",
-        "dplib.mechanisms.laplace.check_resolution", "dplib.training.grads.check_batch",
+        "dplib.training.grads.check_batch",
         "dplib.training.preflight.as_tensors", "dplib.training.batched.check_masks",
         "dplib.training.ghost.check_ghost_supported",
         "dplib.training.preflight.check_model_and_data",
