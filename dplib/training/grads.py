@@ -25,7 +25,8 @@ from torch.func import functional_call, grad, grad_and_value, vmap
 from .._validate import check_int, check_real, shown
 
 __all__ = ["per_example_grads", "clip_per_example", "clip_factors", "per_example_losses",
-           "clipped_grad_sum", "cpu_chunk_size", "row_norms", "weighted_example_sum", "zero_dead"]
+           "clipped_grad_sum", "cpu_chunk_size", "row_norms", "weighted_example_sum", "zero_dead",
+           "check_batch", "check_max_grad_norm"]
 
 
 def check_max_grad_norm(max_grad_norm: object) -> float:
