@@ -287,6 +287,8 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "q2": ("report", 'report["accountant"] = "pld"'),
         # forgets the data-set size and the writers
         "q3": ("q3_not_covered", 'q3_not_covered = "abd"'),
+        # reads the statement's numbers but not its warning about the fixed seed
+        "q3b": ("q3b_release", "q3b_release = True"),
         # audits the non-private recipe
         "q4": ("audit", "audit = canary_audit(audit_x, audit_y, canary_x, canary_y, runs=16, "
                         "model_fn=lambda seed: make_logistic_regression(64, 10), epsilon=None, "
