@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from .bad_inputs import EXCLUDED, INF, NAN, Spec
 
+__all__ = ["USER_LEVEL_EXCLUDED", "user_level_specs"]
+
 #: This topic's public callables that are not swept, with the reason; merged into
 #: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
 USER_LEVEL_EXCLUDED: dict[str, str] = {

@@ -29,9 +29,9 @@ from .._validate import check_choice, check_int, check_real
 from ..mechanisms.secure_noise import secure_add_noise, secure_noise_multiplier
 from ..device import release_generator
 from ..accounting import DpEvent, dpsgd_event, make_accountant
-from .grads import check_max_grad_norm
 
-__all__ = ["Privatizer", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker"]
+__all__ = ["Privatizer", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker", "batch_sizes",
+           "gaussian_noise"]
 
 
 class Privatizer(Protocol):
@@ -93,7 +93,8 @@ class GaussianPrivatizer:
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", check_real(
             "noise_multiplier", self.noise_multiplier, low=0.0, low_open=False))
-        object.__setattr__(self, "max_grad_norm", check_max_grad_norm(self.max_grad_norm))
+        object.__setattr__(self, "max_grad_norm", check_real(
+            "max_grad_norm", self.max_grad_norm, low=0.0, high=math.inf, high_open=False))
         object.__setattr__(self, "noise_scale", check_real(
             "noise_scale", self.noise_scale, low=0.0, low_open=False))
         check_choice("source", self.source, ("float", "secure"))

@@ -57,7 +57,6 @@ from .config import NOISE_SOURCES, RunConfig, steps_for_epochs  # noqa: F401
 from .correlated import MatrixPrivatizer, cyclic_batches, run_factorization, run_groups
 from .engine import EpsilonTracker, GaussianPrivatizer, batch_sizes, dpsgd_loop
 from ..mechanisms.matrix_factorization import sensitivity as mf_sensitivity
-from .grads import check_max_grad_norm
 from .models import check_dp_compatible
 from .preflight import (as_tensors, check_every_record_runs, check_sum_range,  # noqa: F401
                         narrowest_dtype, preflight)
@@ -189,7 +188,7 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     (:func:`~dplib.training.clipped_sum.private_clipped_sum`).
     """
     check_dp_compatible(model)
-    c = check_max_grad_norm(max_grad_norm)
+    c = check_real("max_grad_norm", max_grad_norm, low=0.0, high=math.inf, high_open=False)
     sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
     denom = check_positive("expected_batch_size", expected_batch_size)
     check_choice("noise", noise, NOISE_SOURCES)

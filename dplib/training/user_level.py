@@ -56,8 +56,7 @@ from torch.func import functional_call, grad_and_value, vmap
 from .._validate import as_generator, check_int, check_probability, check_real, shown
 from ..accounting import group_privacy
 from .clipped_sum import StateSnapshot
-from .grads import (check_batch, check_max_grad_norm, clip_factors, cpu_chunk_size, flat_norms,
-                    weighted_example_sum)
+from .grads import clip_factors, cpu_chunk_size, row_norms, weighted_example_sum
 
 __all__ = ["check_user_ids", "cap_records", "UserIndex", "user_clipped_sum",
            "exact_user_clipped_sum", "group_epsilon", "UnitComparison", "compare_privacy_units"]
@@ -147,6 +146,21 @@ def _grads_and_losses(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: t
     return dict(g), losses
 
 
+def _check_norm(max_norm: object) -> float:
+    """C in (0, ∞] (∞: no clipping, only with σ = 0), as every trainer checks it."""
+    return check_real("max_norm", max_norm, low=0.0, high=math.inf, high_open=False)
+
+
+def _check_batch(x: object, y: object) -> None:
+    for name, v in (("x", x), ("y", y)):
+        if not isinstance(v, torch.Tensor) or v.dim() == 0:
+            raise ValueError(f"{name} must be a torch tensor with a batch dimension, got "
+                             f"{type(v).__name__} {shown(v)}"[:300])
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x and y must have the same number of examples, got {x.shape[0]} "
+                         f"and {y.shape[0]}")
+
+
 def _check_segments(x: torch.Tensor, segments: object, n_users: object) -> tuple[torch.Tensor, int]:
     m = check_int("n_users", n_users, low=0)
     if not isinstance(segments, torch.Tensor) or segments.dim() != 1 \
@@ -164,7 +178,8 @@ def _clip_users(acc: dict, c: float) -> tuple[dict, torch.Tensor]:
     if not acc or next(iter(acc.values())).shape[0] == 0:
         return {k: a.new_zeros(a.shape[1:]) for k, a in acc.items()}, torch.zeros(0,
                                                                                    dtype=torch.float64)
-    norms = flat_norms(acc)
+    per_param = [row_norms(a.reshape(a.shape[0], -1)) for a in acc.values()]
+    norms = torch.linalg.vector_norm(torch.stack(per_param), dim=0)   # float64, no overflow
     f = clip_factors(norms, c)
     return {k: weighted_example_sum(f, a) for k, a in acc.items()}, norms
 
@@ -181,8 +196,8 @@ def user_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: to
     when it raises or the forward pass changes the model's state, the model is restored and the
     batch recomputed by :func:`exact_user_clipped_sum`. Returns (sum per trainable parameter,
     per-user gradient norms [n_users] (float64), per-record losses [B])."""
-    check_batch(x, y)
-    c = check_max_grad_norm(max_norm)
+    _check_batch(x, y)
+    c = _check_norm(max_norm)
     seg, m = _check_segments(x, segments, n_users)
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
     step = check_int("chunk_size", chunk_size) if chunk_size is not None else (
@@ -226,8 +241,8 @@ def exact_user_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     model's state (restored from ``snapshot``) gets NaN gradients, so its whole user adds
     nothing — as a non-finite gradient does in the fast path. Slow: used only where the fast
     path fails."""
-    check_batch(x, y)
-    c = check_max_grad_norm(max_norm)
+    _check_batch(x, y)
+    c = _check_norm(max_norm)
     seg, m = _check_segments(x, segments, n_users)
     snap = StateSnapshot(model) if snapshot is None else snapshot
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
