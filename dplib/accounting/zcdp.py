@@ -41,8 +41,8 @@ import math
 from scipy.optimize import brentq
 
 from .._validate import check_choice, check_real, shown
-from ._base import Accountant, check_delta, check_epsilon
-from .events import GaussianEvent, LaplaceEvent, ZCDPEvent, check_noise_multiplier
+from ._base import Accountant, check_delta, check_epsilon, check_noise_multiplier
+from .events import GaussianEvent, LaplaceEvent, ZCDPEvent
 from .registry import register_accountant
 
 __all__ = ["gaussian_rho", "pure_dp_rho", "compose_rho", "zcdp_delta", "zcdp_epsilon",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from .bad_inputs import EXCLUDED, INF, NAN, Spec
 
+__all__ = ["ZCDP_EXCLUDED", "zcdp_specs"]
+
 #: This topic's public callables that are not swept, with the reason; merged into
 #: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
 ZCDP_EXCLUDED: dict[str, str] = {
