@@ -187,8 +187,9 @@ class ZCDPEvent(RDPCurveEvent):
       both add up under composition: Mironov 2017, Prop. 1; Bun & Steinke 2016, Lemma 1.7);
     * under the relation it was stated for it costs ρ. A claim for add/remove also bounds a
       replace-one accountant, with 4ρ: replacing one record is removing one and adding one, a
-      group of two, and ρ-zCDP gives k²ρ-zCDP for groups of k (Bun & Steinke 2016, Prop. 1.9).
-      A replace-one claim says nothing about add/remove and is refused there;
+      group of two, and ρ-zCDP gives k²ρ-zCDP for groups of k (Bun & Steinke 2016, Prop. 1.9;
+      its proof walks a chain of k neighbours, here remove then add). A replace-one claim says
+      nothing about add/remove and is refused there;
     * it cannot be subsampled (:class:`PoissonSampledEvent` refuses it when built): a generic
       ρ-zCDP mechanism has no amplification-by-subsampling theorem;
     * the PLD accountant refuses it: a ρ-zCDP claim fixes a bound on the Rényi curve, not a
