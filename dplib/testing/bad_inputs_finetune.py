@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .bad_inputs import INF, NAN, Spec
 
+__all__ = ["finetune_specs"]
+
 _NOT_A_MODEL = [None, "model", 3, [1.0]]
 
 
