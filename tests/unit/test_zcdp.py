@@ -188,3 +188,13 @@ def test_subsampling_and_pld_refuse_a_zcdp_event():
 def test_bad_inputs_are_refused_by_name(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("rho,delta", GRID)
+def test_rdp_accountant_on_zcdp_event_equals_dp_accounting_on_the_same_orders(rho, delta):
+    """Same curve αρ, same orders, same conversion (CKS Prop. 12) in both libraries: the same ε."""
+    ours = RDPAccountant().compose(ZCDPEvent(rho))
+    theirs = DR.RdpAccountant(list(ours.orders)).compose(DE.ZCDpEvent(rho))
+    assert ours.get_epsilon(delta) == pytest.approx(theirs.get_epsilon(delta), rel=1e-12,
+                                                    abs=1e-12)
+    assert ours.get_epsilon(delta) >= zcdp_epsilon(rho, delta) - 1e-12
