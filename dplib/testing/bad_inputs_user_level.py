@@ -17,7 +17,7 @@ USER_LEVEL_EXCLUDED: dict[str, str] = {
     "dplib.attacks.user_audit.user_membership_audit": "experiment driver (trains a population "
                                                       "of models); validated by its own checks "
                                                       "and the swept functions it calls; tested "
-                                                      "in tests/unit/test_user_audit.py",
+                                                      "in tests/unit/test_user_level.py",
     "dplib.user_data.digit_images": "no parameters",
 }
 EXCLUDED.update(USER_LEVEL_EXCLUDED)

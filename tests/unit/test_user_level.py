@@ -260,3 +260,26 @@ def test_user_scores_average_each_users_records():
     s = np.array([[1.0, 2.0, 3.0, 10.0], [0.0, 0.0, 4.0, 2.0]])
     got = user_scores(s, np.array([0, 0, 1, 2]), 3)
     assert np.allclose(got, [[1.5, 3.0, 10.0], [0.0, 4.0, 2.0]])
+
+
+@pytest.mark.slow(reason="trains 18 small models (about 40 s on a shared CPU)")
+def test_the_user_audit_finds_writers_in_a_non_private_model_and_reports_group_numbers():
+    from dplib.attacks.user_audit import user_membership_audit
+    X, y, u = make_user_digits(24, 12, rng=4, style=0.6)
+    build = lambda m: make_mlp(64, 10, (16,), seed=m)      # noqa: E731
+    kw = dict(target_users=12, models=6, model_fn=build, records_per_user=8, device="cpu",
+              sample_rate=0.5, lr=0.05, steps=25, optimizer="adam")
+    free = user_membership_audit(X, y, u, rng=5, privacy_unit="record",
+                                 noise_multiplier=0.0, max_grad_norm=math.inf, **kw)
+    assert free.scores.shape == free.membership.shape == (6, 12)
+    assert (free.membership.sum(0) == 3).all()              # each target in half the models
+    assert free.summary["auc"] > 0.8 and free.epsilon == math.inf and free.group is None
+    dp = user_membership_audit(X, y, u, rng=5, privacy_unit="record", noise_multiplier=1.0,
+                               max_grad_norm=1.0, **kw)
+    assert dp.records_per_user == 8
+    assert dp.group == pytest.approx(group_privacy(dp.epsilon, dp.delta, 8))
+    user = user_membership_audit(X, y, u, rng=5, privacy_unit="user", noise_multiplier=1.0,
+                                 max_grad_norm=1.0, **kw)
+    acc = make_accountant("rdp").compose(dpsgd_event(1.0, 0.5, 25))
+    assert user.epsilon == pytest.approx(acc.get_epsilon(1e-5)) and user.group is None
+    assert 0.0 <= user.audit.epsilon_lower <= user.epsilon
