@@ -222,7 +222,11 @@ def mst(data: TabularData, epsilon: float, delta: float, *, iters: int = 1000,
     s1, s2 = budget.sigma_one_way, budget.sigma_two_way
     one_way = {(c,): data.marginal((c,)) + gen.normal(0.0, s1, size=k)
                for c, k in zip(data.columns, data.sizes)}
-    tree = _select_tree(data, one_way, budget.epsilon_select, gen)
+    # canonical order (columns and edges by position): the same tree gives the same Private-PGM
+    # problem, which jax compiles once per process
+    tree = sorted(tuple(sorted(e, key=data.index)) for e in
+                  _select_tree(data, one_way, budget.epsilon_select, gen))
+    tree = sorted(tree, key=lambda e: (data.index(e[0]), data.index(e[1])))
     two_way = {p: data.marginal(p) + gen.normal(0.0, s2, size=data.marginal(p).shape)
                for p in tree}
     domain = Domain(list(data.columns), list(data.sizes))

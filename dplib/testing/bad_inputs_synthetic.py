@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .bad_inputs import EXCLUDED, INF, NAN, Spec
 
+__all__ = ["SYNTHETIC_EXCLUDED", "synthetic_specs"]
+
 #: This topic's public callables that are not swept, with the reason; merged into
 #: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
 SYNTHETIC_EXCLUDED: dict[str, str] = {

@@ -137,18 +137,27 @@ def test_mwem_error_falls_with_epsilon_and_beats_uniform(adult):
 
 # ---- MST ----------------------------------------------------------------------------------------
 
+#: MST's runs use four of the seven columns: Private-PGM (jax) compiles once per tree shape,
+#: about half a minute for the full table on two busy cores (the chapter's scale).
+MST_COLUMNS = ("age", "education", "occupation", "income")
+
+
 @pytest.fixture(scope="module")
-def mst_run(adult):
-    train = adult[1]
-    return S.mst(train, 1.0, 1e-5, iters=500, rng=7)
+def mst_data(adult):
+    return adult[1].select(MST_COLUMNS), adult[2].select(MST_COLUMNS)
 
 
-def test_mst_budget_matches_dp_accounting(mst_run, adult):
+@pytest.fixture(scope="module")
+def mst_run(mst_data):
+    return S.mst(mst_data[0], 1.0, 1e-5, iters=500, rng=7)
+
+
+def test_mst_budget_matches_dp_accounting(mst_run, mst_data):
     """ρ of the run's parts (Gaussian: 1/(2σ²) per measurement of L2 sensitivity 1; the
     exponential mechanism: ε²/8 per selection) composed by dp-accounting's RDP accountant
     (GaussianDpEvent and ZCDpEvent, an independent implementation) gives the stated (ε, δ)."""
     import dp_accounting as dpa
-    b, d = mst_run.budget, len(adult[1].columns)
+    b, d = mst_run.budget, len(mst_data[0].columns)
     rho = d / (2 * b.sigma_one_way**2) + (d - 1) * b.epsilon_select**2 / 8 \
         + (d - 1) / (2 * b.sigma_two_way**2)
     assert rho == pytest.approx(b.rho, rel=1e-9)
@@ -163,8 +172,8 @@ def test_mst_budget_matches_dp_accounting(mst_run, adult):
     assert S.mst_budget(4.0, 1e-5, d).sigma_two_way < b.sigma_two_way
 
 
-def test_mst_noise_is_the_stated_gaussian_and_tree_spans(mst_run, adult):
-    train = adult[1]
+def test_mst_noise_is_the_stated_gaussian_and_tree_spans(mst_run, mst_data):
+    train = mst_data[0]
     b = mst_run.budget
     z1 = np.concatenate([(y - train.marginal(c)).ravel() / b.sigma_one_way
                          for c, y in mst_run.one_way.items()])
@@ -185,14 +194,14 @@ def test_mst_noise_is_the_stated_gaussian_and_tree_spans(mst_run, adult):
     assert comp[train.columns[0]] == set(train.columns)
 
 
-def test_mst_one_way_marginals_within_bound(mst_run, adult):
+def test_mst_one_way_marginals_within_bound(mst_run, mst_data):
     """The measured 1-way marginals lie within E‖z‖₁ + σ√(2k ln(d/β)) (L1) of the truth: ‖z‖₁
     is √k σ-Lipschitz in z ~ N(0, σ²I_k), E‖z‖₁ = kσ√(2/π), and Gaussian concentration
     (Boucheron, Lugosi & Massart 2013, Thm 5.6) with a union bound over the d columns. The
     synthetic records' 1-way marginals (normalised) are checked against that bound over n plus
     the sampling bound √(k/m) + √(2 ln(d/β)/m) — an empirical check for the fitted model, whose
     1-way marginals also use the 2-way measurements (no theorem bounds them by the 1-way noise)."""
-    train, beta = adult[1], 1e-3
+    train, beta = mst_data[0], 1e-3
     s, d = mst_run.budget.sigma_one_way, len(train.columns)
     synth = mst_run.synthetic
     for (col,), y in mst_run.one_way.items():
@@ -206,8 +215,8 @@ def test_mst_one_way_marginals_within_bound(mst_run, adult):
     assert abs(synth.n - train.n) < 6 * s * np.sqrt(d)     # the estimated total
 
 
-def test_downstream_accuracy_real_and_synthetic(adult, mst_run):
-    train, test = adult[1], adult[2]
+def test_downstream_accuracy_real_and_synthetic(mst_data, mst_run):
+    train, test = mst_data
     majority = max(np.mean(test.records[:, -1] == v) for v in (0, 1))
     real = S.downstream_accuracy(train, test)
     assert real > majority + 0.03
@@ -229,12 +238,12 @@ def _small_with_outlier():
 
 def test_mwem_audit_does_not_refute_epsilon():
     data, target = _small_with_outlier()
-    a = S.synthetic_membership_audit(data, target, method="mwem", epsilon=2.0, runs=300,
+    a = S.synthetic_membership_audit(data, target, method="mwem", epsilon=2.0, runs=200,
                                      rounds=2, rng=11)
     assert not a.refutes and a.epsilon_lower <= 2.0
-    assert a.delta == 0.0 and a.without.size == a.with_target.size == 300
+    assert a.delta == 0.0 and a.without.size == a.with_target.size == 200
     # the audit has power: the same releases at a large ε refute a claim of a much smaller one
-    big = S.synthetic_membership_audit(data, target, method="mwem", epsilon=60.0, runs=300,
+    big = S.synthetic_membership_audit(data, target, method="mwem", epsilon=60.0, runs=200,
                                        rounds=2, rng=11)
     assert not big.refutes and big.audit.refutes(0.5)
 
