@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from .bad_inputs import EXCLUDED, INF, NAN, Spec
 
+__all__ = ["reporting_specs", "REPORTING_EXCLUDED"]
+
 #: This topic's public callables that are not swept, with the reason; merged into
 #: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
 REPORTING_EXCLUDED: dict[str, str] = {
