@@ -1,6 +1,6 @@
 """A complete privacy statement for any private result of dplib, generated from the run itself.
 
-Ponomareva et al. (2023, "How to DP-fy ML", Sec. 5.3, "Reporting privacy guarantees") list what
+Ponomareva et al. (2023, "How to DP-fy ML", Sec. 5, on reporting privacy guarantees) list what
 a published DP guarantee must state: the privacy unit and the neighbouring relation, what the
 guarantee covers (the final model or every iterate), the accounting (the accountant, its
 version, its assumptions such as Poisson sampling), the (ε, δ) and its parameters, and what is

@@ -88,7 +88,7 @@ def _finish(f: dict, facts: dict) -> PrivacyReport:
             if unit == "record" and k is not None and math.isfinite(f["epsilon"]):
                 ge, gd = group_privacy(f["epsilon"], f["delta"], k)
                 msg += (f"; a {stated} with up to {k} records is protected only by group privacy:"
-                        f" ({ge:.4g}, {gd:.3g})-DP (Dwork & Roth 2014, Thm 2.2)")
+                        f" ({ge:.4g}, {gd:.3g})-DP (group privacy, dplib.accounting.group_privacy)")
             elif unit == "record":
                 msg += (f"; a {stated} with several records is protected only by group privacy "
                         "(pass records_per_user to state the bound)")
@@ -389,6 +389,7 @@ def _from_event(obj: object, facts: dict) -> dict:
     elif not isinstance(name, str) or not name:
         raise ValueError(f"mechanism must be a non-empty string, got {shown(name)}")
     gauss_or_lap = one is not None and one.curve is None
+    tuned = any(type(leaf.curve).__name__ == "TunedRuns" for leaf in leaves)
     return {"mechanism": str(name), "unit": "record", "neighboring": neighboring_of(acc, hist),
             "sampler": hist["sampler"], "accountant": registry_name(acc),
             "accountant_version": accountant_version(acc), "epsilon": eps, "delta": delta,
@@ -396,8 +397,11 @@ def _from_event(obj: object, facts: dict) -> dict:
             "noise_multiplier": one.noise_multiplier if gauss_or_lap else None,
             "sample_rate": one.sample_rate if gauss_or_lap else None, "max_grad_norm": None,
             "seed_fixed": None, "noise": "as drawn by the caller",
-            "covers": "every release of the event",
-            "not_covered": [HYPER_SEARCH, PUBLIC_DATA, "floating-point noise, unless the noise was drawn "
-                            "by an exact sampler (dplib.mechanisms.discrete, secure_noise)"],
+            "covers": ("every release of the event" + (
+                ", including the random search over runs (Papernot & Steinke 2022, Thms 2 and 6)"
+                if tuned else "")),
+            "not_covered": ([] if tuned else [HYPER_SEARCH]) + [
+                PUBLIC_DATA, "floating-point noise, unless the noise was drawn by an exact "
+                "sampler (dplib.mechanisms.discrete, secure_noise)"],
             "filled_from": {"neighboring": "accountant.neighboring",
                             "sampler": "the event's sampled wrappers"}}

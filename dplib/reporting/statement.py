@@ -46,7 +46,7 @@ class PureDPEvent(RDPCurveEvent):
 
 @dataclass(frozen=True)
 class PrivacyReport:
-    """A complete privacy statement (Ponomareva et al. 2023, Sec. 5.3), every field filled by
+    """A complete privacy statement (Ponomareva et al. 2023, Sec. 5), every field filled by
     :func:`privacy_report` from the run. ``rho``: ρ-zCDP when the run is zCDP-expressible
     (unsubsampled Gaussian steps, pure mechanisms), else None; ``steps``/``noise_multiplier``/
     ``sample_rate``/``max_grad_norm``: None where the mechanism has none; ``seed_fixed``: True
