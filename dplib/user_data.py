@@ -38,7 +38,8 @@ def make_user_digits(n_users: int, records_per_user: int, *, rng, max_records: i
     (zeros enter at the border), then a_u·x + s_u + N(0, ``noise``² I). ``style=0`` leaves only
     gain, offset and noise. Returns (X [N, 64] float32, y [N] int64 labels 0–9, user_ids [N]
     int64 in [0, n_users)), records grouped by writer. ``rng``: a numpy Generator or a seed
-    (required: the data set is a function of it)."""
+    (required: the data set is a function of it). Its floating-point Gaussian draws make data,
+    not privacy noise, so the floating-point attack of Mironov 2012 does not concern them."""
     m = check_int("n_users", n_users)
     k = check_int("records_per_user", records_per_user)
     if max_records is not None:

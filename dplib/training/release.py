@@ -47,7 +47,7 @@ class NotPrivate:
     algorithm, not covered by ε — do not publish them with the model.
 
     ``batch_sizes``: the realised Poisson batch sizes; ``clip_fraction``: the share of
-    per-example gradients with norm > C; ``train_loss``: the mean training loss over the batches
+    per-example gradients with norm > C (in a user-level run: users and per-user gradients); ``train_loss``: the mean training loss over the batches
     since the previous history entry, one per entry of the result's ``history``;
     ``clamped_fraction``: the share of gradient coordinates the gradient encoding changed
     (:func:`dplib.encoding.train_encoded`). A field a trainer does not compute is None or NaN.
