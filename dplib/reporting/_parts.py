@@ -17,16 +17,16 @@ from .statement import BATCHES
 NEIGHBORING_TEXT = {"add_remove": "add/remove one {unit}", "replace_one": "replace one {unit}",
                      "zero_out": "zero-out one {unit} (its contributions replaced by zero)"}
 FLOAT_NOISE = ("floating-point noise: the noise is drawn by floating-point samplers, which the "
-                "attack of Mironov (2012) can see through; the guarantee is for exact real noise")
-HYPER_SEARCH = ("hyper-parameter search: ε covers this one run; every other run tried on the same data "
-          "adds to the cost (Papernot & Steinke 2022; dplib.selection.tuning)")
-PUBLIC_DATA = ("pretraining and public data: only the private data given to this run are protected; "
-           "pretrained weights, public features or data treated as public are not")
-NOT_PRIVATE = ("the not_private diagnostics (realised batch sizes, clip fraction, training loss): "
-                "computed from the data without noise, not covered by ε")
+               "attack of Mironov (2012) can see through; the guarantee is for exact real noise")
+HYPER_SEARCH = ("hyper-parameter search: ε covers this one run; every other run tried on the "
+                "same data adds to the cost (Papernot & Steinke 2022; dplib.selection.tuning)")
+PUBLIC_DATA = ("pretraining and public data: only the private data given to this run are "
+               "protected; pretrained weights, public features or data treated as public are not")
+NOT_PRIVATE = ("the not_private diagnostics (realised batch sizes, clip fraction, training "
+               "loss): computed from the data without noise, not covered by ε")
 SEED_WARNING = ("the run's seed was fixed by the caller: with a known seed every batch and noise "
-                 "draw is a known function of public inputs, so this run is an experiment, not a "
-                 "private release")
+                "draw is a known function of public inputs, so this run is an experiment, not a "
+                "private release")
 
 
 def registry_name(acc: Accountant) -> str:

@@ -256,8 +256,8 @@ def _from_sgld(r: object, facts: dict) -> dict:
             "max_grad_norm": None, "seed_fixed": seed_fixed, "noise": "float (torch.randn)",
             "covers": ("the final iterate only" if r.accountant == "theorem_3_1" else
                        "every iterate (so also the final one)"),
-            "not_covered": ["the data-set size n (public under replace-one)", HYPER_SEARCH, PUBLIC_DATA,
-                            FLOAT_NOISE],
+            "not_covered": ["the data-set size n (public under replace-one)", HYPER_SEARCH,
+                            PUBLIC_DATA, FLOAT_NOISE],
             "warnings": warnings,
             "filled_from": {"accountant": "result.accountant", "seed_fixed": seed_from}}
 
