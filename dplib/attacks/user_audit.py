@@ -13,7 +13,7 @@ NOMINAL confidence: the trials share models). The same audit runs a record-level
 only implies the group bound (kε, δ(e^{kε} − 1)/(e^ε − 1)) (:func:`dplib.accounting.group_privacy`;
 Dwork & Roth 2014, Thm 2.2), while a user-level run's ε is about the user directly.
 
-Membership is balanced (Carlini et al. 2022, Sec. IV): each target user is IN exactly half of the
+Membership is balanced, as in the shadow models of Carlini et al. 2022: each target user is IN exactly half of the
 models (a random half); non-target users are in every model.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ Record-level DP-SGD (:mod:`dplib.training.trainer`) protects one record. When on
 contributes many records (a user's messages, a patient's visits), a record-level (ε, δ) only
 gives (kε, δ(e^{kε} − 1)/(e^ε − 1)) for the k records of one person by group privacy
 (:func:`dplib.accounting.group_privacy`; Dwork & Roth 2014, Thm 2.2 for δ = 0), far weaker than
-a run whose unit is the user (Ponomareva et al. 2023, Sec. 4.1 on choosing the privacy unit).
+a run whose unit is the user (Ponomareva et al. 2023 on choosing the privacy unit).
 Charles et al. 2024 compare two families of user-level DP-SGD: sampling examples (ELS, per-example
 clipping, accounted with the user's group of examples) and sampling users (ULS, per-user
 clipping). This module is the second, DP-FedAvg's aggregation with one gradient step per user
@@ -31,7 +31,7 @@ Privacy: adding or removing one user (all its records) changes the clipped sum b
 ℓ2 norm, and users are Poisson-sampled at rate q, so each step is the Poisson-subsampled Gaussian
 mechanism with noise multiplier σ over users: the SAME DP-SGD event (σ, q, T) the record-level
 accountant composes, with "one record of the sampled population" read as "one user"
-(Abadi et al. 2016, Sec. 3.1; McMahan et al. 2018, Thm 1). The cap is not needed for the bound
+(Abadi et al. 2016, Sec. 3.1; the user-level analysis of DP-FedAvg, McMahan et al. 2018). The cap is not needed for the bound
 (the clipped mean has norm ≤ C whatever k_u); it bounds the work per user and per step.
 
 Vectorised: per-example gradients by ``vmap`` (in chunks), summed into their users with
