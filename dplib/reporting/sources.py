@@ -262,6 +262,10 @@ def _from_sgld(r: object, facts: dict) -> dict:
             "filled_from": {"accountant": "result.accountant", "seed_fixed": seed_from}}
 
 
+_NO_RNG = ("the run does not record its randomness (rng): whether it was fixed cannot be read "
+           "from the result")
+
+
 def _from_icl(r: object, facts: dict) -> dict:
     """DPICLResult: Q queries, each a (Poisson-subsampled) Gaussian on the vote histogram of ℓ2
     sensitivity √2 (:mod:`dplib.icl.accounting`), or a pure ε₀ report-noisy-max composed by the
@@ -306,8 +310,7 @@ def _from_icl(r: object, facts: dict) -> dict:
             "not_covered": ["result.votes: the ensemble's raw votes, not private", HYPER_SEARCH,
                             "the pool size n when the default rate M·shots/n was used",
                             FLOAT_NOISE],
-            "warnings": ["the run does not record its randomness (rng): whether it was fixed "
-                         "cannot be read from the result"],
+            "warnings": [_NO_RNG],
             "filled_from": {"accountant": "result.info['accountant']",
                             "sampler": "result.info['sampler']",
                             "epsilon": "result.epsilon, checked against its accountant"}}
@@ -315,7 +318,7 @@ def _from_icl(r: object, facts: dict) -> dict:
 
 def _from_svt(r: object, facts: dict) -> dict:
     check_batches(facts, None)
-    warnings = []
+    warnings = [_NO_RNG]
     if not close(r.claimed_epsilon, r.actual_epsilon):
         warnings.append(f"variant {r.variant!r} claims ε = {r.claimed_epsilon:g} but is "
                         f"{r.actual_epsilon:g}-DP (Lyu, Su & Li 2017); the actual ε is reported")
@@ -332,7 +335,7 @@ def _from_ptr(r: object, facts: dict) -> dict:
                      float(r.delta), "replace_one", "PTR theorem",
                      "Dwork & Roth 2014, Sec. 7.3 (2ε, δ)", None,
                      ["the data-set size n (public under replace-one)", "the proposed bound "
-                      "and the data range: chosen without the private data"], [])
+                      "and the data range: chosen without the private data"], [_NO_RNG])
 
 
 _PURE_TEXT = {

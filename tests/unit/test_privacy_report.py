@@ -182,6 +182,15 @@ def test_a_stated_privacy_unit_is_echoed_and_flagged(runs):
     assert any("several records" in s for s in plain.not_covered)
 
 
+def test_a_non_private_run_has_no_statement(one_torch_thread):
+    import torch
+    from dplib.training import train
+    r = train(torch.nn.Linear(4, 2), _data(), sample_rate=0.5, steps=2, lr=0.1,
+              noise_multiplier=0.0, max_grad_norm=math.inf)
+    with pytest.raises(ValueError, match="no recorded steps"):
+        privacy_report(r)
+
+
 def test_a_user_level_run_reports_users(one_torch_thread):
     import torch
     from dplib.training import train
@@ -320,7 +329,9 @@ def test_dp_icl(model, sentiment):
 def test_selection_results():
     from dplib.selection import ptr_median, sparse_vector
     ok = sparse_vector([0.0, 3.0, 1.0], 1.0, 0.8, rng=0).privacy_report()
-    assert ok.epsilon == 0.8 and ok.delta == 0.0 and ok.warnings == ()
+    assert ok.epsilon == 0.8 and ok.delta == 0.0 and ok.seed_fixed is None
+    assert [w for w in ok.warnings if "claims" in w] == []
+    assert any("does not record its randomness" in w for w in ok.warnings)
     broken = sparse_vector([0.0, 3.0, 1.0], 1.0, 0.8, c=2, variant="roth_notes", rng=0)
     rep = broken.privacy_report()
     assert rep.epsilon == broken.actual_epsilon != broken.claimed_epsilon
@@ -373,6 +384,28 @@ def test_laplace_and_composed_events():
         privacy_report(GaussianEvent(1.0))
     with pytest.raises(ValueError, match="accountant"):
         privacy_report(acc, delta=1e-6, accountant="pld")
+
+
+def test_tuned_runs_and_zcdp_events():
+    from dplib.selection.tuning import TunedRuns
+    run = dpsgd_event(1.1, 0.01, 200)
+    tuned = TunedRuns(run, "geometric", 10.0)
+    rep = privacy_report(tuned, delta=DELTA)
+    assert rep.epsilon == RDPAccountant().compose(tuned).get_epsilon(DELTA)
+    assert rep.epsilon > privacy_report(run, delta=DELTA).epsilon
+    assert "random search" in rep.covers and not any("hyper-parameter" in s
+                                                       for s in rep.not_covered)
+    assert "q = 0.01" in rep.sampler
+    with pytest.raises(ValueError, match="Poisson"):
+        privacy_report(tuned, delta=DELTA, batches="shuffled")
+    try:
+        from dplib.accounting import ZCDPEvent
+    except ImportError:
+        return
+    rep = privacy_report(ZCDPEvent(0.07), delta=DELTA)
+    assert rep.rho == pytest.approx(0.07)
+    rep = privacy_report(ZCDPEvent(0.07), delta=DELTA, neighboring="replace_one")
+    assert rep.rho == pytest.approx(4 * 0.07)       # groups of 2 (Bun & Steinke 2016, Prop. 1.9)
 
 
 @pytest.mark.parametrize("mech,eps", [("randomized_response", 1.0986), ("exponential", 0.3),
