@@ -34,6 +34,7 @@ dplib`` stays light).
 """
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Iterable
 
@@ -209,22 +210,34 @@ def trainable_parameter_count(model: nn.Module) -> int:
 
 
 class LogitsOnly(nn.Module):
-    """``model`` as a module from inputs to a logits tensor: a Hugging Face model called as
-    ``model(input_ids=x)`` (a ``PeftModel`` or ``PreTrainedModel``, whose output record holds
-    ``.logits``), any other module as ``model(x)``. :func:`~dplib.training.train` and the ghost
-    path call ``model(x)`` and read a tensor. No attention mask is passed: every sequence of a
-    batch must be full length (pad-free), which also keeps the examples independent."""
+    """``model`` as a module from inputs to a logits tensor: a Hugging Face model (a
+    ``PeftModel`` or ``PreTrainedModel``, whose output record holds ``.logits``) called on token
+    ids ``x`` [B, T], any other module as ``model(x)``. :func:`~dplib.training.train` and the
+    ghost path call ``model(x)`` and read a tensor.
+
+    A Hugging Face model is given an explicit causal mask [B, 1, T, T] (every token attends to
+    itself and the tokens before it: no padding, so every sequence of a batch must be full
+    length) and, where its forward takes them, position ids [B, T] with one row per example.
+    Both equal what the model computes by default — the logits are the same — but the default
+    mask is built by data-dependent code that ``torch.func.vmap`` cannot run, and default
+    position ids are one row shared by the whole batch, which the ghost path cannot read as
+    per-example rows (a trainable position embedding)."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = _check_model(model)
         self.hf = hasattr(getattr(model, "config", None), "model_type")
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.positions = self.hf and "position_ids" in inspect.signature(
+            inner.forward).parameters
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.hf:
-            t = x.shape[-1]
-            causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-            out = self.model(input_ids=x, attention_mask=causal.expand(x.shape[0], 1, t, t))
-        else:
+        if not self.hf:
             out = self.model(x)
-        return out.logits if hasattr(out, "logits") else out
+            return out.logits if hasattr(out, "logits") else out
+        b, t = x.shape[0], x.shape[-1]
+        causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        extra = {"position_ids": torch.arange(t, device=x.device).expand(b, t)} \
+            if self.positions else {}
+        return self.model(input_ids=x, attention_mask=causal.expand(b, 1, t, t),
+                          **extra).logits

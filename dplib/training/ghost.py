@@ -68,18 +68,23 @@ import torch
 from torch import nn
 from torch.autograd.function import BackwardCFunction
 
-from .ghost_layers import ClipFactors, layer_clipped_sum, layer_path, prepare_layer, use_gram
+from .ghost_layers import (ClipFactors, is_hf_conv1d, layer_clipped_sum, layer_path,
+                           prepare_layer, use_gram)
 from .grads import check_batch, check_max_grad_norm, clip_factors, per_example_losses
 from .._validate import shown
 
 __all__ = ["ghost_norms", "ghost_clipped_grad_sum", "ghost_plan", "check_ghost_supported",
            "GHOST_LAYERS"]
 
-#: Layers whose per-example gradient norms the ghost path computes.
+#: Layers whose per-example gradient norms the ghost path computes; also
+#: ``transformers.pytorch_utils.Conv1D`` (GPT-2's linear layers, that class exactly:
+#: :func:`~dplib.training.ghost_layers.is_hf_conv1d`), recognised without importing transformers.
 GHOST_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Embedding, nn.GroupNorm, nn.LayerNorm)
 
 
 def _base_class(m: nn.Module) -> type:
+    if is_hf_conv1d(m):
+        return type(m)
     return next(c for c in GHOST_LAYERS if isinstance(m, c))
 
 
@@ -96,10 +101,11 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
         if not own:
             continue
-        if not isinstance(m, GHOST_LAYERS):
+        if not isinstance(m, GHOST_LAYERS) and not is_hf_conv1d(m):
             raise ValueError(
                 f"ghost=True supports trainable parameters only in "
-                f"{[c.__name__ for c in GHOST_LAYERS]}; module {shown(name)} is "
+                f"{[c.__name__ for c in GHOST_LAYERS] + ['transformers Conv1D']}; module "
+                f"{shown(name)} is "
                 f"{type(m).__name__}. Use ghost=False (per-example gradients by vmap).")
         base = _base_class(m)
         if type(m).forward is not base.forward:

@@ -17,7 +17,21 @@ from torch import nn
 from .._validate import check_int, shown
 from .grads import row_norms, weighted_example_sum, zero_dead
 
-__all__ = ["use_gram", "layer_path", "prepare_layer", "ClipFactors", "layer_clipped_sum"]
+__all__ = ["use_gram", "layer_path", "prepare_layer", "ClipFactors", "layer_clipped_sum",
+           "is_hf_conv1d"]
+
+
+def is_hf_conv1d(module: nn.Module) -> bool:
+    """Whether ``module`` is exactly ``transformers.pytorch_utils.Conv1D`` (GPT-2's linear
+    layer: y = x W + b with W stored [in, out], the transpose of ``nn.Linear``'s), not a
+    subclass. Read by name, so that the ghost path never imports ``transformers``. Its gradient
+    is a linear layer's, and the ghost path treats it as one, transposing the weight's sum."""
+    t = type(module)
+    return t.__name__ == "Conv1D" and t.__module__ == "transformers.pytorch_utils"
+
+
+def _linear_like(module: nn.Module) -> bool:
+    return isinstance(module, nn.Linear) or is_hf_conv1d(module)
 
 
 #: The Gram form is used for a batch only where every example's largest activation and output
@@ -136,7 +150,8 @@ def _gram_sq(a: torch.Tensor, g: torch.Tensor, ma: torch.Tensor, mg: torch.Tenso
 
 
 def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, torch.Tensor]:
-    """Linear / Conv1d / Conv2d: the layer's state and each example's squared norm (float64).
+    """Linear / Conv1d / Conv2d (and transformers' Conv1D, a Linear with its weight stored
+    transposed): the layer's state and each example's squared norm (float64).
 
     Three ways, per layer: T = 1 (a Linear on one position per example): ‖G‖ = ‖a‖·‖g‖; the Gram
     form (:func:`use_gram`) on [B, groups, T, ·] views; otherwise the per-example gradient itself
@@ -147,7 +162,7 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
     overflow or underflow) from the very tensor the clipped sum uses."""
     b = gout.shape[0]
     sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
-    conv = not isinstance(module, nn.Linear)
+    conv = not _linear_like(module)
     t, fan_in, fan_out = _dims(module, gout.shape)
     if conv:
         if isinstance(module.padding, str) or module.padding_mode != "zeros":
@@ -192,8 +207,10 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
 def _dims(module: nn.Module, shape: torch.Size) -> tuple[int, int, int]:
     """(positions T per example, fan-in, fan-out per group) of a Linear/Conv from its output
     shape."""
-    if isinstance(module, nn.Linear):
-        return shape[1:].numel() // module.out_features, module.in_features, module.out_features
+    if _linear_like(module):
+        fan_in, fan_out = (module.in_features, module.out_features) if isinstance(
+            module, nn.Linear) else module.weight.shape       # Conv1D: weight [in, out]
+        return shape[1:].numel() // fan_out, fan_in, fan_out
     return shape[2:].numel(), module.weight[0].numel(), module.out_channels // module.groups
 
 
@@ -206,7 +223,7 @@ def layer_path(module: nn.Module, shape: torch.Size) -> str:
     if isinstance(module, (nn.GroupNorm, nn.LayerNorm)):
         return "affine"
     t, fan_in, fan_out = _dims(module, shape)
-    if t == 1 and isinstance(module, nn.Linear):
+    if t == 1 and _linear_like(module):
         return "outer"
     return "gram" if use_gram(t, fan_in, fan_out) else "per-example"
 
@@ -262,7 +279,7 @@ def prepare_layer(module: nn.Module, x: torch.Tensor, gout: torch.Tensor,
     (float64 [B]); ``node``: the autograd node of the layer's output (GroupNorm reads its saved
     statistics)."""
     b = gout.shape[0]
-    if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
+    if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)) or is_hf_conv1d(module):
         return _affine_prepare(module, x, gout)
     if isinstance(module, nn.Embedding):
         if module.sparse:
@@ -318,7 +335,7 @@ def layer_clipped_sum(module: nn.Module, state: dict, fs: ClipFactors) -> dict[s
     gradients ("book-keeping", Bu, Wang, Zha & Karypis 2023), so no second backward pass; where
     the per-example gradients were formed anyway, their f-weighted sum."""
     out, f = {}, fs.f
-    if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
+    if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)) or is_hf_conv1d(module):
         mode, g = state["mode"], state["g"]
         if mode == "per_example":
             w = weighted_example_sum(f, state["per"])
@@ -330,8 +347,9 @@ def layer_clipped_sum(module: nn.Module, state: dict, fs: ClipFactors) -> dict[s
             wt = fs.weights(g.dtype)
             go, a = _weigh_smaller(fs.live(state["gg"], wt), fs.live(state["a"], wt), wt)
             w = torch.einsum("bgto,bgti->goi", go, a)
-        if mode is not None:
-            out["weight"] = w.reshape(module.weight.shape)
+        if mode is not None:                 # w is [out, in] (per group); Conv1D stores [in, out]
+            out["weight"] = w.reshape(module.weight.shape[::-1]).T.contiguous() \
+                if is_hf_conv1d(module) else w.reshape(module.weight.shape)
         if _on(module, "bias"):
             wb = fs.weights(g.dtype)
             out["bias"] = (wb @ fs.live(state["gb"], wb)).reshape(module.bias.shape)

@@ -237,3 +237,54 @@ def test_bad_inputs_are_refused(call, name):
 def test_bias_mode_refuses_a_model_without_biases():
     with pytest.raises(ValueError, match="nothing to train"):
         prepare_finetune(nn.Sequential(nn.Linear(4, 3, bias=False)), "bias")
+
+
+class Conv1DSeq(nn.Module):
+    """transformers' Conv1D (GPT-2's linear layer, weight stored [in, out]) at T positions, tanh,
+    mean over positions, a Linear head."""
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        from transformers.pytorch_utils import Conv1D
+        self.layer, self.head = Conv1D(d_out, d_in), nn.Linear(d_out, 3)
+        with torch.no_grad():
+            self.layer.weight.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.layer(x)).mean(1))
+
+
+@pytest.mark.parametrize("positions, path", [(1, "outer"), (3, "gram"), (9, "per-example")])
+def test_conv1d_every_path_equals_the_loop(positions, path):
+    """Each way the ghost path computes a Conv1D's norm (2T² < fan-in·fan-out chooses Gram:
+    T = 3 gives 18 < 48, T = 9 gives 162 ≥ 48), and its transposed weight sum."""
+    model = Conv1DSeq(8, 6)
+    gen = torch.Generator().manual_seed(positions)
+    x = torch.randn(6, positions, 8, generator=gen)
+    x[2] *= 1e3
+    y = torch.randint(0, 3, (6,), generator=gen)
+    assert ghost_plan(model, F.cross_entropy, x, y)["layer"] == path
+    want, _, _ = exact_clipped_sum(model, F.cross_entropy, x, y, 0.5)
+    got, _, _ = ghost_clipped_grad_sum(model, F.cross_entropy, x, y, 0.5)
+    assert got["layer.weight"].shape == model.layer.weight.shape == (8, 6)
+    assert_same_sum(got, want)
+
+
+@pytest.mark.parametrize("mode", ["bias", "full"])
+def test_gpt2_bias_and_full_fine_tuning_by_ghost_equal_the_loop(gpt2, mode):
+    """BitFit (Conv1D and LayerNorm biases) and full fine-tuning (every Conv1D, both embeddings,
+    the LayerNorms, the output layer — untied from the token embedding here, since the ghost
+    path refuses a weight two modules share) by ghost and vmap, against the loop. Ghost norms
+    are upper bounds within their float32 rounding slack (dplib.training.ghost), hence 1e-3."""
+    model = copy.deepcopy(gpt2)
+    if mode == "full":
+        model.lm_head.weight = nn.Parameter(model.lm_head.weight.detach().clone())
+    model = LogitsOnly(prepare_finetune(model, mode)).train()
+    plan = ghost_plan(model, weighted_lm_loss, *token_batch(b=4))
+    assert plan["model.transformer.h.0.attn.c_attn"] == "gram"
+    assert ("model.transformer.wpe" in plan) == (mode == "full")
+    x, y = token_batch(b=5, seed=7, weights=[1.0, 1.0, 1e6, 1.0, 1.0])
+    want, _, _ = exact_clipped_sum(model, weighted_lm_loss, x, y, 0.5)
+    assert_same_sum(ghost_clipped_grad_sum(model, weighted_lm_loss, x, y, 0.5)[0], want,
+                    rtol=1e-3)
+    assert_same_sum(clipped_grad_sum(model, weighted_lm_loss, x, y, 0.5)[0], want, rtol=1e-3)
