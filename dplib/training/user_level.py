@@ -280,7 +280,8 @@ def group_epsilon(epsilon_of_delta: Callable[[float], float], k: int, delta: flo
     δ'(e^{kε(δ')} − 1)/(e^{ε(δ')} − 1) ≤ δ (:func:`dplib.accounting.group_privacy`, Dwork & Roth
     2014, Thm 2.2 with the δ terms of the chain of k neighbours). ``epsilon_of_delta``: the run's
     ε at a given δ' (e.g. ``accountant.get_epsilon``). δ' ranges over ``grid`` values log-spaced
-    in [1e-300, δ]. ``math.inf`` when no δ' works: the group bound is then vacuous at δ.
+    in [1e-300, δ]. ``math.inf`` when no δ' of the grid works: the lemma then gives no group ε
+    at δ from this run (down to δ' = 1e-300).
     Tighter group analyses exist (Charles et al. 2024 derive a tight accountant for ELS); this is
     the generic lemma, what a record-level guarantee alone implies."""
     k = check_int("k", k)
@@ -303,7 +304,8 @@ def group_epsilon(epsilon_of_delta: Callable[[float], float], k: int, delta: flo
 class UnitComparison:
     """:func:`compare_privacy_units`' numbers: the run's ε at δ (the same number whether its unit
     is a record or a user), ``group`` = (kε, δ_k) by the group lemma at the run's δ, and
-    ``group_epsilon_at_delta``, the best group ε at δ (:func:`group_epsilon`; inf: vacuous)."""
+    ``group_epsilon_at_delta``, the best group ε at δ (:func:`group_epsilon`; inf: none from
+    the lemma)."""
     epsilon: float
     delta: float
     records_per_user: int
