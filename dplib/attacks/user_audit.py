@@ -37,7 +37,7 @@ class UserAuditResult:
     the :class:`~dplib.attacks.audit_stats.AuditResult` of the LiRA scores; ``epsilon`` at
     ``delta``: the recipe's accounted ε, about one ``privacy_unit``; ``group`` (record-level
     runs): the group-privacy (kε, δ_k) for k = ``records_per_user`` and ``group_epsilon`` the
-    best group ε at ``delta`` (inf: vacuous); both None for a user-level run."""
+    best group ε at ``delta`` (inf: none from the lemma); both None for a user-level run."""
     privacy_unit: str
     scores: np.ndarray
     lira_scores: np.ndarray
