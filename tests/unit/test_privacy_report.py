@@ -182,6 +182,21 @@ def test_a_stated_privacy_unit_is_echoed_and_flagged(runs):
     assert any("several records" in s for s in plain.not_covered)
 
 
+def test_full_batch_run_states_rho(one_torch_thread):
+    """q = 1: T Gaussian steps are T/(2σ²)-zCDP (Bun & Steinke 2016, Prop. 1.6 and Lemma 2.3)."""
+    import torch
+    from dplib.accounting import accountant_names
+    from dplib.training import train
+    for sigma, steps, acc in ((3.0, 5, "rdp"), (2.0, 3, "zcdp")):
+        if acc not in accountant_names():
+            continue
+        r = train(torch.nn.Linear(4, 2), _data(), sample_rate=1.0, steps=steps, lr=0.1,
+                  noise_multiplier=sigma, accountant=acc)
+        rep = privacy_report(r)
+        assert rep.rho == pytest.approx(steps / (2 * sigma ** 2), rel=1e-12)
+        assert rep.accountant == acc and "full batch" in rep.sampler and rep.epsilon == r.epsilon
+
+
 def test_a_non_private_run_has_no_statement(one_torch_thread):
     import torch
     from dplib.training import train
