@@ -14,6 +14,13 @@ result whose ε, σ, q or T differ from what its own accountant recorded, a Pois
 whose batches were not Poisson (fixed-size, shuffled or cyclic batches: the amplification
 behind its ε does not hold for them), and a Poisson-accounted history under a configuration of
 cyclic batches.
+
+>>> from dplib.accounting import GaussianEvent
+>>> rep = privacy_report(GaussianEvent(2.0), delta=1e-5)
+>>> rep.neighboring, rep.sampler
+('add/remove one record', 'full batch (every record in every step)')
+>>> round(rep.epsilon, 3), rep.rho
+(2.166, 0.125)
 """
 from __future__ import annotations
 
