@@ -8,21 +8,24 @@ trainable parameters. :func:`prepare_finetune` freezes a model for one of four r
 * ``"full"`` — every parameter trains. Li, Tramèr, Liang & Hashimoto 2022 ("Large Language Models
   Can Be Strong Differentially Private Learners", ICLR) show that full fine-tuning with DP works
   well, and make it affordable by ghost clipping (per-example norms without per-example
-  gradients, their Sec. 4; :mod:`dplib.training.ghost`).
-* ``"last_layer"`` — only the head (the output layer; ``head`` names it) trains: DP linear
-  probing on the pretrained features (Tramèr & Boneh 2021; De et al. 2022 fine-tune the last
-  layer of pretrained image models).
-* ``"bias"`` — only the bias terms (and ``head``, if named) train: BitFit (Ben Zaken, Ravfogel &
-  Goldberg 2022), used privately by Bu, Wang, Zha & Karypis 2024 ("Differentially Private
+  gradients, their Sec. 4; :mod:`dplib.training.ghost`, which also reads GPT-2's
+  ``transformers`` Conv1D layers; a weight two modules share — GPT-2's output layer is its token
+  embedding — must then be untied, or trained with ``ghost=False``).
+* ``"last_layer"`` — only the head (the output layer; ``head`` names it) trains: a private
+  linear model on features learnt from public data (Tramèr & Boneh 2021, "Differentially
+  Private Learning Needs Better Features (or Much More Data)", ICLR; at scale for pretrained
+  image models, Mehta, Thakurta, Kurakin & Cutkosky 2023, TMLR).
+* ``"bias"`` — only the bias terms (and ``head``, if named) train: BitFit (Ben Zaken et al. 2022,
+  ACL), used privately by Bu, Wang, Zha & Karypis 2024 ("Differentially Private
   Bias-Term Fine-tuning of Foundation Models", ICML).
 * ``"lora"`` — the pretrained weights are frozen and each targeted weight matrix W₀ ∈ R^{d×k}
   gets a trainable low-rank update: h = W₀x + (α/r)·B A x with B ∈ R^{d×r} (initialised to
   zero) and A ∈ R^{r×k}, r ≪ min(d, k) (Hu et al. 2022, "LoRA: Low-Rank Adaptation of Large
   Language Models", ICLR, Sec. 4.1, Eq. (3) and the scaling α/r). Yu et al. 2022
-  ("Differentially Private Fine-tuning of Language Models", ICLR, Sec. 3–4) train exactly these
-  adapters with DP-SGD: far fewer noised coordinates, at accuracy close to non-private
-  fine-tuning. The model is wrapped by ``peft`` (:func:`peft.get_peft_model`), the library
-  practitioners use; its adapters are ``nn.Linear`` layers (``lora_A``, ``lora_B``), which the
+  ("Differentially Private Fine-tuning of Language Models", ICLR) train these adapters with
+  DP-SGD: far fewer noised coordinates, at accuracy close to non-private fine-tuning. The
+  model is wrapped by ``peft`` (:func:`peft.get_peft_model`), the library practitioners use;
+  its adapters are ``nn.Linear`` layers (``lora_A``, ``lora_B``), which the
   ghost path computes like any other linear layer while skipping the frozen base layer.
 
 :func:`trainable_parameter_count` counts what will be noised. :class:`LogitsOnly` makes a
