@@ -20,10 +20,13 @@ from itertools import combinations
 import numpy as np
 
 from .._validate import as_generator, check_int, check_probability, shown
+from ..device import release_seed
 
-__all__ = ["TabularData", "load_adult_like", "all_marginals", "check_tabular", "check_workload"]
+__all__ = ["TabularData", "load_adult_like", "all_marginals", "check_tabular", "check_workload",
+           "release_seed_and_rng"]
 
-#: The UCI Adult extract is from the 1994 census: the public default seed of :func:`load_adult_like`.
+#: The UCI Adult extract is from the 1994 census: the public default seed of
+#: :func:`load_adult_like`.
 ADULT_LIKE_SEED = 1994
 
 
@@ -113,6 +116,17 @@ class TabularData:
             raise ValueError(f"test_fraction={frac} leaves an empty train or test part of "
                              f"{self.n} records")
         return self.with_records(self.records[perm[k:]]), self.with_records(self.records[perm[:k]])
+
+
+def release_seed_and_rng(rng: object) -> tuple[int | None, np.random.Generator]:
+    """The generator a synthetic-data release draws from, and the seed to record: a numpy
+    ``Generator`` is used as given (seed None: not known here); an int ≥ 0 is a fixed seed (for
+    experiments); ``None`` draws 63 fresh bits of OS entropy (:func:`dplib.device.release_seed`),
+    so the noise is not a known function of the public inputs."""
+    if isinstance(rng, np.random.Generator):
+        return None, rng
+    seed = release_seed(rng, "rng")
+    return seed, np.random.default_rng(seed)
 
 
 def check_tabular(name: str, value: object) -> TabularData:

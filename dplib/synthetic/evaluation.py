@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import check_choice, check_int, check_positive, check_probability, check_real
-from ..selection.sparse_vector import release_rng
-from .data import TabularData, check_tabular, check_workload
+from .data import TabularData, check_tabular, check_workload, release_seed_and_rng
 
 __all__ = ["MarginalError", "marginal_error", "downstream_accuracy", "SyntheticAudit",
            "synthetic_membership_audit"]
@@ -159,7 +158,7 @@ def synthetic_membership_audit(data: TabularData, target: int, *, method: str = 
             else check_workload(data, workload)
     else:
         wl = None
-    gen = release_rng(rng)
+    gen = release_seed_and_rng(rng)[1]
     seeds = gen.integers(0, 2**62, size=(2, runs))
     cell = data.records[t]
     d_without = data.with_records(np.delete(data.records, t, axis=0))

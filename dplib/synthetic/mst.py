@@ -19,10 +19,9 @@ equal parts (McKenna, Miklau & Sheldon 2021, the MST mechanism; the authors' ref
    noisy measurements (the authors' library ``mbi``, mirror descent on the L2 loss weighted by
    1/σ); records are then drawn from it — post-processing.
 
-ρ = ρ₁ + ρ₂ + ρ₃ in total, reported as (ε, δ)-DP by the conversion of Canonne, Kamath & Steinke
-(2020, Prop. 12) applied to the Rényi curve ε(α) = αρ of a ρ-zCDP mechanism (Bun & Steinke 2016,
-Def. 1.1), through :class:`dplib.accounting.RDPAccountant` with the equivalent Gaussian event
-(noise multiplier 1/√(2ρ), whose RDP is exactly αρ; Mironov 2017, Prop. 7).
+ρ = ρ₁ + ρ₂ + ρ₃ in total, reported as (ε, δ)-DP by the tight conversion of Canonne, Kamath &
+Steinke (2020, Cor. 13), :func:`dplib.accounting.zcdp_epsilon`; for a target (ε, δ) the budget
+takes the largest ρ that converts to at most ε (:func:`dplib.accounting.rho_for_epsilon`).
 
 Differences from the authors' code, stated: the domain is not compressed (their step merges
 rare values; the domains here are small), the 1-way model of step 2 is computed in closed form
@@ -41,41 +40,9 @@ import numpy as np
 
 from .._validate import check_int, check_positive, check_probability
 from ..mechanisms.exponential import exponential_mechanism
-from ..selection.sparse_vector import release_rng
-from .data import TabularData, check_tabular
+from .data import TabularData, check_tabular, release_seed_and_rng
 
 __all__ = ["MSTBudget", "MSTResult", "mst", "mst_budget"]
-
-
-def _zcdp_to_epsilon(rho: float, delta: float) -> float:
-    """ε such that ρ-zCDP implies (ε, δ)-DP: the conversion of Canonne, Kamath & Steinke (2020,
-    Prop. 12) minimised over dplib's grid of Rényi orders, applied to ε(α) = αρ (Bun & Steinke
-    2016, Def. 1.1) via the Gaussian event with noise multiplier 1/√(2ρ) (RDP α/(2σ²) = αρ,
-    Mironov 2017, Prop. 7)."""
-    from ..accounting import RDPAccountant
-    r = check_positive("rho", rho)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    acc = RDPAccountant()
-    acc.step(noise_multiplier=float(np.sqrt(1.0 / (2.0 * r))), sample_rate=1.0, num_steps=1)
-    return float(acc.get_epsilon(d))
-
-
-def _rho_for_epsilon(epsilon: float, delta: float) -> float:
-    """The largest ρ whose (ε, δ) conversion (:func:`_zcdp_to_epsilon`; a grid of orders, so never below the exact infimum
-    of Canonne, Kamath & Steinke 2020, Cor. 13: the ρ is conservative) is at most ``epsilon``,
-    by bisection on log ρ (ε grows with ρ); to a relative 1e-9."""
-    eps = check_positive("epsilon", epsilon)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    lo, hi = -40.0, 10.0                                   # log ρ
-    if _zcdp_to_epsilon(float(np.exp(hi)), d) <= eps:
-        raise ValueError(f"epsilon={eps} is too large for delta={d} (rho above e^10)")
-    while hi - lo > 1e-9:
-        mid = (lo + hi) / 2
-        if _zcdp_to_epsilon(float(np.exp(mid)), d) <= eps:
-            lo = mid
-        else:
-            hi = mid
-    return float(np.exp(lo))
 
 
 @dataclass(frozen=True)
@@ -95,13 +62,14 @@ class MSTBudget:
 
 
 def mst_budget(epsilon: float, delta: float, n_columns: int) -> MSTBudget:
-    """ρ for (ε, δ) (:func:`_rho_for_epsilon`) split ρ/3 each: σ₁ = √(d/(2ρ₁)) (d Gaussian
+    """ρ for (ε, δ) (:func:`dplib.accounting.rho_for_epsilon`) split ρ/3 each: σ₁ = √(d/(2ρ₁)) (d Gaussian
     measurements, Bun & Steinke 2016, Prop. 1.6 and Lemma 1.7), ε_sel = √(8ρ₂/(d − 1))
     (Cesar & Rogers 2021), σ₂ = √((d − 1)/(2ρ₃)); McKenna, Miklau & Sheldon 2021."""
     eps = check_positive("epsilon", epsilon)
     d = check_probability("delta", delta, low_open=True, high_open=True)
     k = check_int("n_columns", n_columns, low=2)
-    rho = _rho_for_epsilon(eps, d)
+    from ..accounting.zcdp import rho_for_epsilon
+    rho = rho_for_epsilon(eps, d)
     part = rho / 3.0
     return MSTBudget(epsilon=eps, delta=d, rho=rho, rho_one_way=part, rho_select=part,
                      rho_two_way=part, sigma_one_way=float(np.sqrt(k / (2 * part))),
@@ -120,7 +88,21 @@ class MSTResult:
     two_way: dict
     budget: MSTBudget
     total: float
+    seed: int | None = None
     neighbouring: str = "add/remove one record"
+
+    @property
+    def event(self):
+        """The run as a dplib event: d Gaussian measurements (noise multiplier σ₁, L2
+        sensitivity 1), d − 1 exponential-mechanism selections (ρ = ε_sel²/8 each,
+        :class:`~dplib.accounting.ZCDPEvent`), d − 1 Gaussian measurements (σ₂); add/remove.
+        Accountants and :func:`dplib.reporting.privacy_report` read it."""
+        from ..accounting import ComposedEvent, GaussianEvent, SelfComposedEvent, ZCDPEvent
+        b = self.budget
+        d = b.n_columns
+        return ComposedEvent((SelfComposedEvent(GaussianEvent(b.sigma_one_way), d),
+                              SelfComposedEvent(ZCDPEvent(b.epsilon_select ** 2 / 8), d - 1),
+                              SelfComposedEvent(GaussianEvent(b.sigma_two_way), d - 1)))
 
     @property
     def rho(self) -> float:
@@ -201,7 +183,8 @@ def mst(data: TabularData, epsilon: float, delta: float, *, iters: int = 1000,
     """(ε, δ)-DP synthetic data by MST (McKenna, Miklau & Sheldon 2021; see the module note).
 
     ``iters``: mirror-descent iterations of Private-PGM (post-processing); ``rng``: a numpy
-    Generator or seed (``None``: fresh OS entropy — a fixed seed is for experiments only).
+    Generator or seed (``None``: a fresh seed of 63 bits of OS entropy, recorded in the result
+    as ``seed`` — a fixed seed is for experiments only).
     Needs the ``mbi`` package (imported here, on first use).
 
     Floating-point caveat: the Gaussian noise is drawn by numpy's float sampler, whose outputs
@@ -214,7 +197,7 @@ def mst(data: TabularData, epsilon: float, delta: float, *, iters: int = 1000,
                          f"{len(data.columns)}")
     budget = mst_budget(epsilon, delta, len(data.columns))
     iters = check_int("iters", iters)
-    gen = release_rng(rng)
+    seed, gen = release_seed_and_rng(rng)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # mbi warns about jax's float32 mode at import
         from mbi import Domain, LinearMeasurement
@@ -236,4 +219,4 @@ def mst(data: TabularData, epsilon: float, delta: float, *, iters: int = 1000,
     total = max(float(model.total), 1.0)
     records = _sample_tree(data, model, tree, int(round(total)), gen)
     return MSTResult(synthetic=data.with_records(records), tree=tuple(tree), one_way=one_way,
-                     two_way=two_way, budget=budget, total=total)
+                     two_way=two_way, budget=budget, total=total, seed=seed)

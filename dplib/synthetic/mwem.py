@@ -36,8 +36,7 @@ import numpy as np
 
 from .._validate import check_int, check_positive, check_probability
 from ..mechanisms.exponential import exponential_mechanism
-from ..selection.sparse_vector import release_rng
-from .data import TabularData, check_tabular, check_workload
+from .data import TabularData, check_tabular, check_workload, release_seed_and_rng
 
 __all__ = ["MWEMResult", "mwem", "mwem_budget", "MAX_DOMAIN"]
 
@@ -67,7 +66,22 @@ class MWEMResult:
     epsilon_select: float
     epsilon_measure: float
     rounds: int
+    seed: int | None = None
     neighbouring: str = "add/remove one record"
+
+    @property
+    def event(self):
+        """The run as a dplib event: the count's Laplace (noise multiplier 1/ε₀), then ``rounds``
+        times an exponential-mechanism selection (pure ε_sel-DP,
+        :class:`~dplib.reporting.PureDPEvent`) and a Laplace measurement of a marginal (L1
+        sensitivity 1, noise multiplier b); add/remove. Accountants and
+        :func:`dplib.reporting.privacy_report` read it."""
+        from ..accounting import ComposedEvent, LaplaceEvent, SelfComposedEvent
+        from ..reporting import PureDPEvent
+        one_round = ComposedEvent((PureDPEvent(self.epsilon_select, "exponential"),
+                                   LaplaceEvent(self.noise_scale)))
+        return ComposedEvent((LaplaceEvent(1.0 / self.epsilon_total),
+                              SelfComposedEvent(one_round, self.rounds)))
 
 
 def mwem_budget(epsilon: float, rounds: int, total_fraction: float = 0.05
@@ -100,8 +114,9 @@ def mwem(data: TabularData, workload: object, epsilon: float, *, rounds: int = 1
 
     ``workload``: marginals (tuples of column names) to select from; ``rounds`` T;
     ``total_fraction``: the share of ε spent on the record count; ``replay``: multiplicative-
-    weights passes over all measurements after each round (post-processing); ``rng``: a numpy
-    Generator or seed (``None``: fresh OS entropy — a fixed seed is for experiments only).
+    weights passes (≥ 1) over all measurements so far, after each round (post-processing);
+    ``rng``: a numpy Generator or seed (``None``: a fresh seed of 63 bits of OS entropy, recorded
+    in the result as ``seed`` — a fixed seed is for experiments only).
 
     Vectorised over the full domain: A is one array of ``prod(sizes)`` weights; a marginal of A
     is one ``bincount`` over precomputed cell indices.
@@ -115,12 +130,12 @@ def mwem(data: TabularData, workload: object, epsilon: float, *, rounds: int = 1
     wl = check_workload(data, workload)
     eps = check_positive("epsilon", epsilon)
     t = check_int("rounds", rounds)
-    replay = check_int("replay", replay, low=0)
+    replay = check_int("replay", replay)
     eps0, eps_sel, eps_meas = mwem_budget(eps, t, total_fraction)
     if data.domain_size > MAX_DOMAIN:
         raise ValueError(f"data has a domain of {data.domain_size} cells > {MAX_DOMAIN}: MWEM "
                          "keeps the full domain; use mst (a graphical model) instead")
-    gen = release_rng(rng)
+    seed, gen = release_seed_and_rng(rng)
     cells = _cell_indices(data, wl)
     flat_data = np.ravel_multi_index(tuple(data.records.T), data.sizes)
     true_hist = np.bincount(flat_data, minlength=data.domain_size).astype(float)
@@ -138,7 +153,7 @@ def mwem(data: TabularData, workload: object, epsilon: float, *, rounds: int = 1
         k = int(exponential_mechanism(err, eps_sel, 1.0, rng=gen))
         selected.append(k)
         measured.append(true_marg[k] + gen.laplace(0.0, b, size=sizes[k]))
-        for _ in range(max(replay, 1)):
+        for _ in range(replay):
             for j, m in zip(selected, measured):
                 gap = m - np.bincount(cells[j], weights=a, minlength=sizes[j])
                 a = a * np.exp(gap[cells[j]] / (2.0 * n_hat))
@@ -149,4 +164,4 @@ def mwem(data: TabularData, workload: object, epsilon: float, *, rounds: int = 1
     return MWEMResult(histogram=p.reshape(data.sizes), synthetic=synth, workload=wl,
                       selected=tuple(selected), measurements=tuple(measured), noise_scale=b,
                       n_hat=n_hat, epsilon=eps, epsilon_total=eps0, epsilon_select=eps_sel,
-                      epsilon_measure=eps_meas, rounds=t)
+                      epsilon_measure=eps_meas, rounds=t, seed=seed)

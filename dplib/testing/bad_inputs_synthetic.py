@@ -2,7 +2,7 @@
 :mod:`dplib.synthetic` — the tabular container, MWEM, MST and their evaluation."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, INF, NAN, Spec
+from .bad_inputs import EXCLUDED, NAN, Spec
 
 __all__ = ["SYNTHETIC_EXCLUDED", "synthetic_specs"]
 
@@ -15,6 +15,9 @@ SYNTHETIC_EXCLUDED: dict[str, str] = {
     **{f"dplib.synthetic.data.{name}": "a validator: raising ValueError on bad input is all it "
                                        "does (used by swept functions)"
        for name in ("check_tabular", "check_workload")},
+    "dplib.synthetic.data.release_seed_and_rng": "returns the generator of a release; its "
+                                                 "seed goes through dplib.device.release_seed "
+                                                 "(swept); used by swept functions",
 }
 EXCLUDED.update(SYNTHETIC_EXCLUDED)
 
@@ -50,11 +53,11 @@ def synthetic_specs() -> list[Spec]:
         Spec("dplib.synthetic.mwem.mwem", lambda: S.mwem,
              kwargs=dict(data=small, workload=pair, epsilon=1.0, rounds=2, rng=0),
              params=dict(data=_DATA, workload=_WORKLOAD, epsilon="pos", rounds="int1",
-                         total_fraction="frac_open", replay=[-1, 2.5, NAN, "3", None, True],
+                         total_fraction="frac_open", replay=[0, -1, 2.5, NAN, "3", None, True],
                          rng="release_rng")),
         Spec("dplib.synthetic.mst.mst_budget", lambda: S.mst_budget,
              kwargs=dict(epsilon=1.0, delta=1e-5, n_columns=3),
-             params=dict(epsilon=[0.0, -1.0, NAN, INF, "1.0", None, 1e6], delta="delta",
+             params=dict(epsilon="pos", delta="delta",
                          n_columns=[1, 0, 2.5, NAN, "3", None, True])),
         Spec("dplib.synthetic.mst.mst", lambda: S.mst,
              kwargs=dict(data=small, epsilon=1.0, delta=1e-5, iters=20, rng=0),
