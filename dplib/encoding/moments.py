@@ -111,26 +111,28 @@ def _block(noise: NoiseDistribution, us: np.ndarray, ks: np.ndarray, rtol: float
     shift = np.where(small, 0.0, shift)
 
     def raw(y):
+        # y: a point (quad_vec), or a column of points (shape (n, 1)) evaluated at once
         x = y + shift
         l0 = std_logpdf(x)
         d = log_ratio(x, U)
-        kd = K * d
+        kk = np.broadcast_to(K, d.shape)
+        kd = kk * d
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             ser = np.abs(kd) < 0.1
             e0 = np.exp(l0)
             direct = (np.exp(np.minimum(l0 + kd, 700.0)) - e0
-                      - K * (np.exp(np.minimum(l0 + d, 700.0)) - e0))
+                      - kk * (np.exp(np.minimum(l0 + d, 700.0)) - e0))
             jf = direct
             if ser.any():
                 jf = jf.copy()
-                jf[ser] = e0[ser] * _bernoulli_excess(d[ser], K[ser])
+                jf[ser] = e0[ser] * _bernoulli_excess(d[ser], kk[ser])
             big = np.exp(np.minimum(kd + l0 - m, 700.0))
         out = np.where(small, jf, big)
         return np.where(np.isfinite(out), out, 0.0)
 
     # rough size of each integral (trapezoid), so that all components are O(1) for quad_vec
     ys = np.unique(np.concatenate([np.linspace(-60.0, 60.0, 61), np.linspace(-6.0, 6.0, 121)]))
-    rough = np.trapezoid(np.abs(np.stack([raw(y) for y in ys])), ys, axis=0)
+    rough = np.trapezoid(np.abs(raw(ys[:, None])), ys, axis=0)
     rough = np.where(rough > 0, rough, 1.0)
     # one absolute tolerance = relative error rtol on h_k: J small → h ≈ J; I large → h ≈ m
     weight = rough * np.maximum(1.0, m)
@@ -391,6 +393,60 @@ _TABLES: dict = {}
 _MONOTONE: dict = {}        # family key → (k_max, u_max) over which condition M was verified
 _PER_DECADE = 32
 _LOW_DECADE = -4
+#: stored tables shipped with dplib (``dplib/data/<name>.json``, written by
+#: ``benchmarks/encoding_moment_tables.py``): read once per process, then kept in ``_TABLES``
+STORED_TABLES = "encoding_moment_tables"
+_STORED: dict | None = None
+
+
+def _stored_entries() -> dict:
+    """family key → stored entry (orders, decades, values) of the shipped file; {} without it."""
+    global _STORED
+    if _STORED is None:
+        import json
+        from importlib import resources
+        path = resources.files(__package__.rsplit(".", 1)[0]) / "data" / f"{STORED_TABLES}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        ok = (data.get("per_decade") == _PER_DECADE and data.get("low_decade") == _LOW_DECADE)
+        _STORED = {tuple(t["key"]): t for t in data.get("tables", [])} if ok else {}
+    return _STORED
+
+
+def _table_grid(high_decade: int) -> np.ndarray:
+    """The grid of standardised shifts of every :class:`MomentTable`: 32 points per decade from
+    1e-4 to 10**high_decade (both included)."""
+    return np.logspace(_LOW_DECADE, high_decade, (high_decade - _LOW_DECADE) * _PER_DECADE + 1)
+
+
+def _cached_table(std: NoiseDistribution) -> "MomentTable | None":
+    """The process's table of ``std``'s family, else the stored one (checked), else None.
+
+    A stored table holds exactly what :func:`moment_table` computes from an empty cache for its
+    orders and range (``log_moments`` on the grid of :func:`moment_table`); the unit tests
+    recompute parts of it. A stored table on another grid or for other orders is ignored. It is
+    verified (conditions M and R, small-shift limit) before use, as a computed one."""
+    key = std.key
+    tab = _TABLES.get(key)
+    if tab is not None:
+        return tab
+    entry = _stored_entries().get(key)
+    if entry is None:
+        return None
+    orders = np.asarray(entry["orders"], dtype=float)
+    grid = np.asarray(entry["grid"], dtype=float)
+    values = np.asarray(entry["values"], dtype=float)
+    high = int(round(math.log10(grid[-1]))) if grid.size and grid[-1] > 0 else _LOW_DECADE
+    if (high <= _LOW_DECADE or not np.array_equal(grid, _table_grid(high))
+            or values.shape != (grid.size, orders.size)
+            or not np.array_equal(orders, np.arange(2, orders.size + 2, dtype=float))):
+        return None
+    tab = MomentTable(key, orders, grid, values, small_shift_constant(std, orders))
+    tab.check()
+    _TABLES[key] = tab
+    return tab
 
 
 def _raise_if_decreasing(key, grid, values, orders, tol: float) -> None:
@@ -413,7 +469,8 @@ def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
     *clamped* signed permutation of ψ that Algorithm 2 outputs (each |e_i| ≤ ψ_i). Gaussian
     (h_k ∝ u²) and Laplace (dI_k/du = k(k−1)/(2k−1)·(e^{(k−1)u} − e^{−ku}) ≥ 0) satisfy it
     analytically and are not integrated. Results are cached per family; a family whose
-    :class:`MomentTable` covers the range has already been checked. Raises ``ValueError``."""
+    :class:`MomentTable` covers the range has already been checked (beyond a table's range only
+    the rest is integrated, from the table's last grid point). Raises ``ValueError``."""
     from .noise import GaussianNoise, LaplaceNoise
     noise = check_noise(noise)
     kmax = check_int("k_max", k_max, low=2)
@@ -425,10 +482,15 @@ def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
     done = _MONOTONE.get(key)
     if done is not None and done[0] >= kmax and done[1] >= um:
         return
-    tab = _TABLES.get(key)
+    tab = _cached_table(noise.with_scale(1.0))
     if tab is not None and tab.orders[-1] >= kmax and tab.grid[-1] >= um:
         return
     lo = min(10.0 ** _LOW_DECADE, um / 2.0)
+    if tab is not None and tab.orders[-1] >= kmax:
+        # the (checked) table covers u up to its last grid point, an earlier call up to done[1]:
+        # only the rest of the range is new; its first point joins it to the covered part
+        covered = tab.grid[-1] if done is None or done[0] < kmax else max(tab.grid[-1], done[1])
+        lo = max(lo, covered)
     n = int(math.ceil(math.log10(um / lo) * _PER_DECADE)) + 1
     grid = np.logspace(math.log10(lo), math.log10(um), max(n, 2))
     ks = np.arange(2, kmax + 1, dtype=float)
@@ -444,20 +506,23 @@ def moment_table(noise: NoiseDistribution, k_max: int, u_max: float) -> MomentTa
     standardised shifts up to at least ``u_max``. Grid: 32 points per decade from 1e-4.
 
     Tables are kept per process and extended (never recomputed) when a larger range or more
-    orders are needed."""
+    orders are needed. The Gaussian, Laplace and Student-t(9) tables for orders 2…64 and shifts
+    up to 10 ship with dplib (``dplib/data/encoding_moment_tables.json``, the same quadrature run
+    once by ``benchmarks/encoding_moment_tables.py``, with its provenance) and are read from
+    there instead of integrated again."""
     noise = check_noise(noise)
     kmax = check_int("k_max", k_max, low=2)
     um = check_positive("u_max", u_max)
     hi_dec = max(int(math.ceil(math.log10(um) - 1e-12)), _LOW_DECADE + 1)
     key = noise.key
-    tab = _TABLES.get(key)
     std = noise.with_scale(1.0)
+    tab = _cached_table(std)
     if tab is not None:
         hi_dec = max(hi_dec, int(round(math.log10(tab.grid[-1]))))
     if tab is None or tab.orders[-1] < kmax:
         k_all = np.arange(2, max(kmax, 2 if tab is None else int(tab.orders[-1])) + 1,
                           dtype=float)
-        grid = np.logspace(_LOW_DECADE, hi_dec, (hi_dec - _LOW_DECADE) * _PER_DECADE + 1)
+        grid = _table_grid(hi_dec)
         vals = log_moments(std, grid, k_all)
         tab = MomentTable(key, k_all, grid, vals, small_shift_constant(std, k_all))
         tab.check()
