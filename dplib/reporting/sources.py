@@ -88,7 +88,8 @@ def _finish(f: dict, facts: dict) -> PrivacyReport:
             if unit == "record" and k is not None and math.isfinite(f["epsilon"]):
                 ge, gd = group_privacy(f["epsilon"], f["delta"], k)
                 msg += (f"; a {stated} with up to {k} records is protected only by group privacy:"
-                        f" ({ge:.4g}, {gd:.3g})-DP (group privacy, dplib.accounting.group_privacy)")
+                        f" ({ge:.4g}, {gd:.3g})-DP (group privacy, dplib.accounting.group_privacy)"
+                        + ("; with δ ≥ 1 this bound says nothing" if gd >= 1 else ""))
             elif unit == "record":
                 msg += (f"; a {stated} with several records is protected only by group privacy "
                         "(pass records_per_user to state the bound)")
