@@ -101,7 +101,7 @@ def history(acc: Accountant) -> dict:
             kinds.append(f"Poisson sampling at rate q = {rate:.4g} (as analysed by "
                          f"{type(leaf.curve).__name__})")
         elif leaf.curve is not None:
-            kinds.append(f"as stated by {type(leaf.curve).__name__}")
+            kinds.append(f"no subsampling ({type(leaf.curve).__name__} on the whole data set)")
         elif leaf.sample_rate == 1.0:
             kinds.append("full batch (every record in every step)")
         elif leaf.sampling == "poisson":
