@@ -43,7 +43,7 @@ from .codebook import Codebook, encode
 from .denoise import ks_denoise
 from .moments import check_noise
 from .noise import NoiseDistribution
-from ..training.release import NotPrivate
+from ..training.not_private import NotPrivate
 
 from typing import TYPE_CHECKING
 

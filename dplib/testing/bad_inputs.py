@@ -235,7 +235,7 @@ EXCLUDED: dict[str, str] = {
                                    "dplib.training.trainer.make_privatizer")},
     "dplib.training.clipped_sum.StateSnapshot": "internal record of a model's state, taken "
                                                 "and restored by the clipped-sum stage (swept)",
-    "dplib.training.release.NotPrivate": "result record of the not-covered diagnostics",
+    "dplib.training.not_private.NotPrivate": "result record of the not-covered diagnostics",
     "dplib.accounting.pld_grid.DiscretePLD": "data container built by subsampled_gaussian_pld/compose",
     "dplib.attacks.audit_stats.AuditResult": "result record returned by audit_from_samples",
     "dplib.attacks.catalogue.MechanismAudit": "record built by mechanism_audits (its run() is "

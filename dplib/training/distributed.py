@@ -66,7 +66,7 @@ from .config import RunConfig
 from .engine import EpsilonTracker, Privatizer, dpsgd_loop
 from .models import check_dp_compatible
 from .preflight import as_tensors, check_sum_range, narrowest_dtype, preflight
-from .release import NotPrivate
+from .not_private import NotPrivate
 from .trainer import TrainResult, evaluate, make_optimizer, make_privatizer
 
 __all__ = ["BroadcastPrivatizer", "train_distributed", "train_models_distributed", "launch",

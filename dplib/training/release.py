@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass, field
 
-import numpy as np
+from ..encoding.train import EncodedTrainResult
+from .batched import BatchedModels
+from .not_private import NotPrivate
+from .trainer import TrainResult
 
 __all__ = ["PUBLIC", "NOISED", "SECRET", "NOT_COVERED", "KINDS", "NotPrivate", "all_field_kinds",
            "field_kinds", "publishable"]
@@ -41,27 +43,7 @@ NOT_COVERED = "not covered by epsilon"
 KINDS = (PUBLIC, NOISED, SECRET, NOT_COVERED)
 
 
-@dataclass(frozen=True)
-class NotPrivate:
-    """Diagnostics computed from the private data WITHOUT noise: useful for studying the
-    algorithm, not covered by ε — do not publish them with the model.
-
-    ``batch_sizes``: the realised Poisson batch sizes; ``clip_fraction``: the share of
-    per-example gradients with norm > C (in a user-level run: users and per-user gradients); ``train_loss``: the mean training loss over the batches
-    since the previous history entry, one per entry of the result's ``history``;
-    ``clamped_fraction``: the share of gradient coordinates the gradient encoding changed
-    (:func:`dplib.encoding.train_encoded`). A field a trainer does not compute is None or NaN.
-    """
-    batch_sizes: np.ndarray | None = None
-    clip_fraction: float = float("nan")
-    train_loss: list = field(default_factory=list)
-    clamped_fraction: float = float("nan")
-
-
 def _kinds() -> dict[type, dict[str, str]]:
-    from ..encoding.train import EncodedTrainResult
-    from .batched import BatchedModels
-    from .trainer import TrainResult
     shared = {"model": NOISED, "sample_rate": PUBLIC, "steps": PUBLIC, "delta": PUBLIC,
               "epsilon": PUBLIC, "history": NOISED, "accountant": PUBLIC, "seed": SECRET,
               "not_private": NOT_COVERED}
@@ -82,8 +64,7 @@ def _kinds() -> dict[type, dict[str, str]]:
 
 @functools.cache
 def all_field_kinds() -> dict[type, dict[str, str]]:
-    """{result class: {field: kind}} for every trainer result class (built on first call: the
-    trainers import this module)."""
+    """{result class: {field: kind}} for every trainer result class."""
     return _kinds()
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
@@ -60,8 +60,11 @@ from ..mechanisms.matrix_factorization import sensitivity as mf_sensitivity
 from .models import check_dp_compatible
 from .preflight import (as_tensors, check_every_record_runs, check_sum_range,  # noqa: F401
                         narrowest_dtype, preflight)
-from .release import NotPrivate
+from .not_private import NotPrivate
 from .user_level import UserIndex, cap_records, check_user_ids, user_clipped_sum
+
+if TYPE_CHECKING:
+    from ..reporting import PrivacyReport
 
 __all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits",
            "make_accountant", "make_optimizer", "make_privatizer", "run_batches"]
@@ -102,6 +105,13 @@ class TrainResult:
     privacy_unit: str = "record"
     records_per_user: int | None = None
     config: RunConfig | None = None
+
+    def privacy_report(self, **public_facts: object) -> "PrivacyReport":
+        """This run's complete privacy statement, read from the run:
+        :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know,
+        e.g. ``privacy_unit="user"`` for a record-level run where a person has many records)."""
+        from ..reporting import privacy_report
+        return privacy_report(self, **public_facts)
 
 
 def make_accountant(kind: str):

@@ -108,7 +108,6 @@ def test_matrix_mechanisms_report_cyclic_batches_and_zero_out(runs):
     assert banded.rho is None
 
 
-@pytest.mark.xfail(strict=True, reason="lead wires TrainResult.privacy_report")
 def test_train_result_has_the_method(runs):
     assert runs["a"].privacy_report() == privacy_report(runs["a"])
 
