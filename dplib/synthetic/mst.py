@@ -1,5 +1,5 @@
-"""MST: the maximum-spanning-tree method of McKenna, Miklau & Sheldon (2021), winner of the 2018
-NIST differential-privacy synthetic-data challenge.
+"""MST: the maximum-spanning-tree method of McKenna, Miklau & Sheldon (2021), a generalisation of
+their winning entry in the 2018 NIST Differential Privacy Synthetic Data Challenge.
 
 On d categorical columns and a budget of ρ-zCDP (Bun & Steinke 2016, Def. 1.1) split in three
 equal parts (McKenna, Miklau & Sheldon 2021, the MST mechanism; the authors' reference code is
