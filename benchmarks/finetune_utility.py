@@ -6,13 +6,13 @@ Protocol (dplib.experiments.finetune). Public: the 901 scikit-learn digits of th
 private: 500 images of the classes 5–9 (seed-0 shuffle), test: the other 396 images of 5–9.
 An MLP 64 → 128 → 128 → 5 (tanh) is pretrained without privacy on the public images; each
 method trains on the private images with DP-SGD (Poisson sampling, C = 1, RDP accountant,
-δ = 1e-5, σ calibrated to ε ∈ {1, 3, 8}; and without privacy, σ = 0 and no clipping, on the
-same batches): from scratch (same network, random init), last layer (new head), bias terms +
+δ = 1e-5, σ calibrated to ε ∈ {1, 3, 8}; and without noise, σ = 0 with the same clipping
+and batches): from scratch (same network, random init), last layer (new head), bias terms +
 head (BitFit), LoRA rank 4 on both hidden layers + head, full fine-tuning. Fixed settings per
 method (SETTINGS in the module; not searched per row), five training seeds (noise, batches,
 the scratch initialisation). The public model alone cannot name a private class: its row is
-chance. Writes dplib/data/finetune_utility.json with the run's provenance.
-Runtime: about 15–25 minutes on one CPU thread of a loaded machine (``--quick``: 2 seeds,
+a guess. Writes dplib/data/finetune_utility.json with the run's provenance.
+Runtime: about 15 minutes on one CPU thread of a loaded machine (``--quick``: 2 seeds,
 10 epochs).
 """
 from __future__ import annotations
@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> dict:
     table["provenance"] = run_provenance(
         "python benchmarks/finetune_utility.py " + shlex.join(argv if argv is not None
                                                               else sys.argv[1:]), ROOT)
-    print(f"public model on the private test set (chance): {100 * table['public_only']:.1f}%")
+    print(f"public model, outputs 0-4 read as 5-9 (a guess): {100 * table['public_only']:.1f}%")
     print(f"{'method':<12}" + "".join(f"{'eps=' + str(e):>14}" for e in (1.0, 3.0, 8.0))
-          + f"{'non-private':>14}")
+          + f"{'no noise':>14}")
     for m in METHODS:
         cells = [table_accuracy(table, m, e) for e in (1.0, 3.0, 8.0, None)]
         print(f"{m:<12}" + "".join(f"{f'{a:.1f} ± {s:.1f}':>14}" for a, s in cells))

@@ -151,8 +151,8 @@ def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
                     epsilon: float | None, *, seed: int = 0, rank: int = 4,
                     epochs: float | None = None) -> dict:
     """Train :func:`digits_model` ``(method, pretrained)`` on ``data.private`` with DP-SGD at
-    (``epsilon``, δ = :data:`DELTA`) — ``None``: without privacy (σ = 0, no clipping, same
-    batches) — with the method's :data:`SETTINGS` (``epochs`` overrides them, e.g. in quick mode),
+    (``epsilon``, δ = :data:`DELTA`) — ``None``: the same run without noise (σ = 0, the same
+    clipping at C = 1 and the same batches; ε = ∞) — with the method's :data:`SETTINGS` (``epochs`` overrides them, e.g. in quick mode),
     and test it. Returns ``{"method", "epsilon", "accuracy", "trainable", "noise_multiplier",
     "steps", "sample_rate", "noise_norm"}`` (``noise_norm``: :func:`noise_norm` of the run)."""
     from ..training import evaluate, train
@@ -167,7 +167,7 @@ def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
     model = digits_model(method, pretrained, rank=rank, seed=seed)
     d = trainable_parameter_count(model)
     priv = dict(target_epsilon=epsilon, delta=DELTA) if epsilon is not None else \
-        dict(noise_multiplier=0.0, max_grad_norm=math.inf)
+        dict(noise_multiplier=0.0)
     res = train(model, data.private, seed=seed, ghost=True, **s, **priv)
     n = data.private[0].shape[0]
     sigma = float(res.noise_multiplier)
@@ -192,10 +192,11 @@ def noise_norm(trainable: int, noise_multiplier: float, max_grad_norm: float,
 
 def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = False,
                   methods: tuple = METHODS) -> dict:
-    """Every method at every ε (and without privacy, ``epsilon=None``) for ``seeds`` training
+    """Every method at every ε (and without noise, ``epsilon=None``) for ``seeds`` training
     seeds 0, 1, …, on one split and one pretrained model (both seed 0). Returns ``{"rows": [...
-    :func:`finetune_digits` results with their ``seed``], "public_only": accuracy of the public
-    model on the private test set (chance: it knows none of the private classes),
+    :func:`finetune_digits` results with their ``seed``], "public_only": the public model's
+    outputs 0–4 read as the digits 5–9 on the test set (it knows none of the private classes:
+    any reading of its outputs is a guess),
     "pretrained_public_accuracy", "n_public", "n_private", "n_test", "settings", "hidden",
     "delta", "seeds", "quick"}``. ``quick``: 10 epochs instead of each method's setting."""
     seeds = check_int("seeds", seeds)
