@@ -16,6 +16,9 @@ a batched matrix product; the Gram form of a convolution works on its ``unfold``
 embedding's gradient adds g_t to row x_t, so
 ‖G‖² = Σ_{t,s} [x_t = x_s] g_tᵀ g_s. The elementwise affine parameters of GroupNorm/LayerNorm have
 tiny per-example gradients (Σ_positions g ⊙ x̂ and Σ_positions g), which are formed directly.
+``transformers``' Conv1D (GPT-2's linear layers, y = xW + b with W stored [in, out]) is a linear
+layer with its weight transposed, and is computed as one. Only trainable parameters count: a
+frozen layer (a pretrained base under LoRA adapters, say) is neither recorded nor noised.
 
 Algorithm (per batch): one forward pass records each layer's input a and output s; one backward
 pass of Σ_i ℓ_i, taken with respect to the layer OUTPUTS only, gives every ∂ℓ_i/∂s_i (the model
