@@ -13,7 +13,11 @@ learning), ``samplers`` (Poisson, fixed-size and shuffled batches), ``selection`
 propose-test-release, smooth sensitivity, PATE, private hyper-parameter tuning), ``datasets``
 (offline, seeded data), ``device`` (device choice and seeding), ``plotting`` (figure style), ``tables`` (text
 tables), ``widgets`` (interactive figures that also render statically on the website), and
-``testing`` (the bad-input and stress tables, for tests and benchmarks; not imported here).
+``reporting`` (a complete privacy statement from any private result), ``deployments`` (published
+deployments — the 2020 US Census, Gboard, Apple — recomputed), ``synthetic`` (private synthetic
+data: MWEM, MST), ``user_data`` (data sets in which people contribute many records),
+``experiments`` (the drivers behind the chapters' stored results), and ``testing`` (the
+bad-input and stress tables, for tests and benchmarks; not imported here).
 """
 from __future__ import annotations
 
@@ -21,16 +25,18 @@ from ._version import __version__  # noqa: E402
 
 from .device import as_device, get_device, quick_mode, seed_everything, setup  # noqa: E402
 
-__all__ = ["accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
-           "mechanisms", "plotting", "samplers", "selection", "training", "widgets", "get_device",
+__all__ = ["accounting", "attacks", "datasets", "deployments", "encoding", "experiments",
+           "features", "icl", "langevin", "mechanisms", "plotting", "reporting", "samplers",
+           "selection", "synthetic", "training", "user_data", "widgets", "get_device",
            "as_device", "quick_mode", "seed_everything", "setup", "__version__"]
 
 
 # Every topic package loads on first use (PEP 562), so that ``import dplib`` and
 # ``import dplib.accounting`` stay light: neither loads torch, scikit-learn nor matplotlib's pyplot
 # (tests/unit/test_imports.py). ``dplib.training`` needs torch; the others need only what they use.
-_LAZY = ("accounting", "attacks", "datasets", "encoding", "features", "icl", "langevin",
-         "mechanisms", "plotting", "samplers", "selection", "training", "widgets")
+_LAZY = ("accounting", "attacks", "datasets", "deployments", "encoding", "experiments", "features",
+         "icl", "langevin", "mechanisms", "plotting", "reporting", "samplers", "selection",
+         "synthetic", "training", "user_data", "widgets")
 
 
 def __getattr__(name: str):

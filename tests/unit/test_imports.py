@@ -9,7 +9,8 @@ HEAVY = ("torch", "sklearn", "matplotlib.pyplot")
 
 
 @pytest.mark.parametrize("statement", ["import dplib", "import dplib.accounting",
-                                       "import dplib.mechanisms",
+                                       "import dplib.mechanisms", "import dplib.reporting",
+                                       "import dplib.deployments", "import dplib.synthetic",
                                        "from dplib.accounting import RDPAccountant, PLDAccountant"])
 def test_light_import(statement):
     code = f"{statement}\nimport sys\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
