@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from .._validate import check_choice, check_int, check_positive, shown
+from .ghost_layers import is_hf_conv1d
 
 __all__ = ["MODES", "prepare_finetune", "trainable_parameter_count", "LogitsOnly"]
 
@@ -105,12 +106,13 @@ def _default_head(model: nn.Module) -> str:
 
 
 def _lora_targets(model: nn.Module, exclude: list[str]) -> list[str]:
-    """Default LoRA targets for a model ``peft`` has no default for: every ``nn.Linear`` that is
-    not (inside) a head module."""
-    out = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)
+    """Default LoRA targets for a model ``peft`` has no default for: every linear layer
+    (``nn.Linear``, or ``transformers``' Conv1D inside a GPT-2 the model wraps) that is not
+    (inside) a head module."""
+    out = [n for n, m in model.named_modules() if (isinstance(m, nn.Linear) or is_hf_conv1d(m))
            and not any(n == h or n.startswith(h + ".") for h in exclude)]
     if not out:
-        raise ValueError("target_modules=None: the model has no nn.Linear layer outside the head "
+        raise ValueError("target_modules=None: the model has no linear layer outside the head "
                          "to adapt; name the layers to adapt in target_modules")
     return out
 
@@ -131,7 +133,8 @@ def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float
     parameters); for ``"bias"`` and ``"lora"``, None trains no head; ``"full"`` takes none.
     ``target_modules`` (``"lora"`` only): names or name suffixes of the layers to adapt, as
     :class:`peft.LoraConfig` reads them; None uses peft's default for a known Hugging Face
-    architecture (GPT-2: the attention's ``c_attn``), else every ``nn.Linear`` outside the head.
+    architecture (GPT-2: the attention's ``c_attn``), else every linear layer (``nn.Linear``, or
+    a GPT-2's Conv1D inside a wrapper) outside the head.
     ``alpha`` (``"lora"`` only): None means α = r (scaling 1).
 
     Modes other than ``"lora"`` set ``requires_grad`` in place and return ``model`` itself;

@@ -288,3 +288,43 @@ def test_gpt2_bias_and_full_fine_tuning_by_ghost_equal_the_loop(gpt2, mode):
     assert_same_sum(ghost_clipped_grad_sum(model, weighted_lm_loss, x, y, 0.5)[0], want,
                     rtol=1e-3)
     assert_same_sum(clipped_grad_sum(model, weighted_lm_loss, x, y, 0.5)[0], want, rtol=1e-3)
+
+
+class PooledGPT2(nn.Module):
+    """A classifier on the tiny GPT-2's body (no tied output layer): mean of the last hidden
+    states, a new Linear head. Position ids are passed one row per example (the default is one
+    row for the whole batch, which the ghost path cannot read as per-example rows)."""
+
+    def __init__(self, body: nn.Module):
+        super().__init__()
+        self.body, self.head = body, nn.Linear(body.config.n_embd, 3)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
+        return self.head(self.body(input_ids=ids, position_ids=pos).last_hidden_state.mean(1))
+
+
+@pytest.mark.parametrize("mode", ["lora", "full"])
+def test_a_classifier_on_the_gpt2_body_by_ghost_equals_the_loop(gpt2, mode):
+    """LoRA with the default targets of a wrapped GPT-2 (every Conv1D: attention and MLP) plus a
+    trained head, and full fine-tuning (Conv1D, embeddings, LayerNorms, head) by ghost norms."""
+    model = PooledGPT2(copy.deepcopy(gpt2.transformer))
+    kw = {"head": "head", "rank": 2} if mode == "lora" else {}
+    model = prepare_finetune(model, mode, **kw).train()
+    names = [k for k, p in model.named_parameters() if p.requires_grad]
+    if mode == "lora":                  # c_attn, attn.c_proj, c_fc, mlp.c_proj in both blocks
+        assert sum(".lora_A." in k for k in names) == 8
+        assert any("modules_to_save" in k for k in names)
+        with torch.no_grad():
+            for k, p in model.named_parameters():
+                if "lora_B" in k or "modules_to_save" in k:
+                    p.normal_(0, 0.2, generator=torch.Generator().manual_seed(len(k)))
+    gen = torch.Generator().manual_seed(9)
+    x = torch.randint(3, 192, (5, 10), generator=gen)
+    y = torch.randint(0, 3, (5,), generator=gen)
+    want, norms, _ = exact_clipped_sum(model, F.cross_entropy, x, y, 0.05)
+    assert bool((norms > 0.05).any())
+    got, _, _ = ghost_clipped_grad_sum(model, F.cross_entropy, x, y, 0.05)
+    assert_same_sum(got, want, rtol=1e-3)
+    train(model, (x, y), sample_rate=0.5, lr=0.1, steps=1, noise_multiplier=1.0, ghost=True,
+          seed=2)
