@@ -295,7 +295,26 @@ class ScipyNoise(NoiseDistribution):
         with np.errstate(over="ignore"):   # a pdf like 1/cosh(x) overflows to 0 far out
             self.std_variance = float(self._std.var())
             self.std_mean_abs = float(self._std.expect(np.abs))
+        self._fast = self._fast_logpdf()
         self.std_fisher = float(fisher) if fisher is not None else self._fisher()
+
+    def _fast_logpdf(self):
+        """(the distribution's own ``_logpdf``, its shape arguments) when calling it directly
+        gives what the frozen ``logpdf`` gives (support = the real line, checked on a grid),
+        else None. The frozen call's argument handling costs far more than the density itself
+        in the quadrature of :mod:`dplib.encoding.moments`, which calls it hundreds of times
+        per integral; with loc = 0 and scale = 1 both compute the same numbers."""
+        try:
+            lo, hi = self._std.support()
+            shapes = self._std.dist._parse_args(*self._std.args, **self._std.kwds)[0]
+            fn = self._std.dist._logpdf
+            y = np.linspace(-30.0, 30.0, 241)
+            with np.errstate(all="ignore"):
+                same = np.array_equal(np.asarray(fn(y, *shapes), dtype=float),
+                                      self._std.logpdf(y), equal_nan=True)
+        except Exception:        # another scipy: the frozen distribution's logpdf
+            return None
+        return (fn, shapes) if same and np.isinf(lo) and np.isinf(hi) else None
 
     def _fisher(self) -> float:
         """∫ (d log z₀/dy)² z₀ dy by quadrature, the derivative by central differences (step
@@ -316,7 +335,11 @@ class ScipyNoise(NoiseDistribution):
         return (self.family, self._shape)
 
     def std_logpdf(self, y):
-        return self._std.logpdf(np.asarray(y, dtype=float))
+        y = np.asarray(y, dtype=float)
+        if getattr(self, "_fast", None) is not None:
+            fn, shapes = self._fast
+            return np.asarray(fn(y, *shapes), dtype=float)
+        return self._std.logpdf(y)
 
     def std_cdf(self, y):
         return self._std.cdf(np.asarray(y, dtype=float))

@@ -55,3 +55,20 @@ def test_check_monotone_beyond_the_stored_range_integrates_the_rest():
     moments._MONOTONE.pop(("student_t", 9.0), None)
     check_monotone(StudentTNoise(9, 1.0), 4, 14.0)          # 10 < u <= 14: computed, passes
     assert moments._MONOTONE[("student_t", 9.0)] == (4, 14.0)
+
+
+def test_scipy_noise_fast_log_density_is_the_frozen_one():
+    """ScipyNoise calls the distribution's own _logpdf (the quadrature's hot path) only where
+    it gives what the frozen logpdf gives; a density on a bounded support keeps the frozen call."""
+    from scipy import stats
+
+    from dplib.encoding import ScipyNoise
+    y = np.linspace(-50.0, 50.0, 1001)
+    for dist in (stats.gennorm(4.0), stats.t(3), stats.hypsecant(), stats.gennorm(beta=1.5)):
+        noise = ScipyNoise(dist)
+        assert noise._fast is not None
+        assert np.array_equal(noise.std_logpdf(y), dist.logpdf(y))
+        assert np.array_equal(noise.with_scale(2.0).logpdf(y), dist.logpdf(y / 2) - np.log(2))
+    bounded = ScipyNoise(stats.cosine())                 # support [-pi, pi]
+    assert bounded._fast is None
+    assert np.array_equal(bounded.std_logpdf(y), stats.cosine().logpdf(y))
