@@ -11,7 +11,7 @@ mean L1 error on the 3-way marginals (``marginal_error``), and the held-out accu
 logistic regression trained on it (``downstream_accuracy``; the same on the real training split
 is the baseline). Also stored: the membership audits of both generators on a 100-record,
 3-column slice with its rarest record as the target (``synthetic_membership_audit``), and
-MWEM's audit at each ε of ``AUDIT_LADDER``. MST's
+MWEM's audit at each ε of ``AUDIT_LADDER`` (``LADDER_RUNS`` runs per side). MST's
 Private-PGM step is compiled by jax once per tree shape (20–35 s each on two busy cores), which
 is why a chapter reads these runs instead of repeating them (about 6 minutes in all). Every run
 is seeded: an experiment, not a release.
@@ -41,6 +41,7 @@ MWEM_ROUNDS = 15
 AUDIT = dict(epsilon=2.0, runs=200, rounds=2, mst_runs=80, rng=11)
 #: MWEM's audit at several ε (the same slice, target and settings): what the attack certifies.
 AUDIT_LADDER = (0.5, 2.0, 8.0, 32.0)
+LADDER_RUNS = 1000
 
 
 def audit_slice() -> tuple[S.TabularData, int]:
@@ -98,9 +99,10 @@ def run() -> dict:
     ladder = []
     for eps in AUDIT_LADDER:
         a = S.synthetic_membership_audit(small, target, method="mwem", epsilon=eps,
-                                         runs=AUDIT["runs"], rounds=AUDIT["rounds"],
+                                         runs=LADDER_RUNS, rounds=AUDIT["rounds"],
                                          rng=AUDIT["rng"])
-        ladder.append({"epsilon": eps, "epsilon_lower": a.epsilon_lower, "refutes": a.refutes,
+        ladder.append({"epsilon": eps, "runs": LADDER_RUNS, "epsilon_lower": a.epsilon_lower,
+                       "refutes": a.refutes,
                        "tpr": a.audit.tpr, "fpr": a.audit.fpr})
         print("audit ladder", ladder[-1], flush=True)
     out["audits"] = {"target": target, "columns": list(small.columns), "n": small.n,
