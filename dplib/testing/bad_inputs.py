@@ -360,11 +360,12 @@ def all_specs() -> list[Spec]:
     from .bad_inputs_reporting import reporting_specs
     from .bad_inputs_finetune import finetune_specs
     from .bad_inputs_user_level import user_level_specs
+    from .bad_inputs_experiments import experiments_specs
     return (core_specs() + support_specs() + event_specs() + ml_specs() + encoding_specs()
             + models_erm_specs() + icl_model_specs() + transformer_specs() + figures_specs()
             + figures_specs_more() + private_run_specs() + correlated_specs() + selection_specs()
             + plotting_specs() + synthetic_specs() + zcdp_specs() + finetune_specs()
-            + reporting_specs() + user_level_specs())
+            + reporting_specs() + user_level_specs() + experiments_specs())
 
 
 #: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.
