@@ -271,3 +271,29 @@ def test_mst_audit_does_not_refute_epsilon():
     a = S.synthetic_membership_audit(data, target, method="mst", epsilon=2.0, delta=1e-5,
                                      runs=80, rng=5)
     assert not a.refutes and a.delta == 1e-5
+
+
+# ---- the stored run chapter 14 quotes (benchmarks/synthetic_utility.py --write) -----------------
+
+def test_stored_synthetic_utility_run_is_consistent(adult):
+    from dplib.datasets import load_cached_result
+    store = load_cached_result("synthetic_utility")
+    train, test = adult[1], adult[2]
+    assert (store["n_train"], store["n_test"]) == (train.n, test.n)
+    assert store["real_accuracy"] == pytest.approx(S.downstream_accuracy(train, test))
+    # one MWEM row recomputed from its seed (MST's would compile for ~30 s: checked by its ρ)
+    wl = S.all_marginals(train, 2)
+    row = next(r for r in store["mwem"] if r["epsilon"] == 1.0 and r["seed"] == 0)
+    r = S.mwem(train, wl, 1.0, rounds=store["mwem_rounds"], rng=0)
+    assert S.marginal_error(train, r.synthetic, wl).mean == pytest.approx(row["two_way_mean"],
+                                                                         abs=5e-3)
+    for row in store["mst"]:
+        assert row["rho"] == pytest.approx(S.mst_budget(row["epsilon"], store["delta"],
+                                                        len(train.columns)).rho, rel=1e-9)
+    for method in ("mwem", "mst"):
+        err = {e: np.mean([r["two_way_mean"] for r in store[method] if r["epsilon"] == e])
+               for e in store["epsilons"]}
+        assert err[max(err)] < err[min(err)]
+    audits = store["audits"]
+    assert not audits["mwem"]["refutes"] and not audits["mst"]["refutes"]
+    assert all(a["epsilon_lower"] <= a["epsilon"] for a in audits["mwem_ladder"])
