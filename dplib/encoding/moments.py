@@ -110,24 +110,27 @@ def _block(noise: NoiseDistribution, us: np.ndarray, ks: np.ndarray, rtol: float
     m = np.where(small, 0.0, hmax)
     shift = np.where(small, 0.0, shift)
 
+    all_small, no_small = bool(small.all()), not small.any()
+
     def raw(y):
-        # y: a point (quad_vec), or a column of points (shape (n, 1)) evaluated at once
+        # y: a point (quad_vec), or a column of points (shape (n, 1)) evaluated at once.
+        # Called hundreds of times per integral: the branches skip what np.where would discard.
         x = y + shift
         l0 = std_logpdf(x)
         d = log_ratio(x, U)
-        kk = np.broadcast_to(K, d.shape)
+        kk = K if d.shape == K.shape else np.broadcast_to(K, d.shape)
         kd = kk * d
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            ser = np.abs(kd) < 0.1
-            e0 = np.exp(l0)
-            direct = (np.exp(np.minimum(l0 + kd, 700.0)) - e0
+            if not no_small:
+                ser = np.abs(kd) < 0.1
+                e0 = np.exp(l0)
+                jf = (np.exp(np.minimum(l0 + kd, 700.0)) - e0
                       - kk * (np.exp(np.minimum(l0 + d, 700.0)) - e0))
-            jf = direct
-            if ser.any():
-                jf = jf.copy()
-                jf[ser] = e0[ser] * _bernoulli_excess(d[ser], kk[ser])
-            big = np.exp(np.minimum(kd + l0 - m, 700.0))
-        out = np.where(small, jf, big)
+                if ser.any():
+                    jf[ser] = e0[ser] * _bernoulli_excess(d[ser], kk[ser])
+            if not all_small:
+                big = np.exp(np.minimum(kd + l0 - m, 700.0))
+        out = jf if all_small else big if no_small else np.where(small, jf, big)
         return np.where(np.isfinite(out), out, 0.0)
 
     # rough size of each integral (trapezoid), so that all components are O(1) for quad_vec
