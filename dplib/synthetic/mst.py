@@ -26,8 +26,8 @@ takes the largest ρ that converts to at most ε (:func:`dplib.accounting.rho_fo
 Differences from the authors' code, stated: the domain is not compressed (their step merges
 rare values; the domains here are small), the 1-way model of step 2 is computed in closed form
 (with 1-way measurements only, the Private-PGM loss separates over columns and its minimiser
-is each noisy marginal projected onto the simplex scaled to the estimated total — the same
-estimate), and records are drawn i.i.d. from the fitted tree model by ancestral sampling with
+is each noisy marginal projected onto the simplex scaled to the estimated total: the exact
+minimiser that Private-PGM's iterations approach), and records are drawn i.i.d. from the fitted tree model by ancestral sampling with
 ``rng`` (the library's own sampler uses numpy's global generator).
 """
 from __future__ import annotations
