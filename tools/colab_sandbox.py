@@ -229,7 +229,7 @@ def sandbox_chapter(path: Path, folder: Path, site: Path, extra: str) -> Path:
     ref = pinned_ref(nb)
     if not re.fullmatch(r"[0-9a-f]{40}", ref):
         raise SystemExit(f"{path.name}: BOOK_REF {ref!r} is not a commit: run `make sync`")
-    expected = [["-q", f"git+{S.repository_url()}@{ref}"]]
+    expected = [["-q", S.pip_target(S.repository_url(), ref, S.CHAPTER_EXTRAS.get(path.stem))]]
     nb.cells.append(nbformat.v4.new_code_cell(probe_source(expected, site, extra)))
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)

@@ -128,14 +128,30 @@ def pin_setup_source(source: str, url: str, ref: str, otter: str | None) -> str:
             raise ValueError(f"the setup cell has no {line.split(' =')[0]} line: copy the setup "
                              "cell of an existing notebook")
         source = pattern.sub(lambda _: line, source)
-    if 'f"git+{BOOK_REPO}@{BOOK_REF}"' not in source:
+    if 'git+{BOOK_REPO}@{BOOK_REF}"' not in source:
         raise ValueError('the setup cell must install f"git+{BOOK_REPO}@{BOOK_REF}"')
     return source
 
 
-def chapter_setup_source(url: str, ref: str) -> str:
-    """:data:`CHAPTER_SETUP` with its ``BOOK_REPO``/``BOOK_REF`` lines set to ``url``/``ref``."""
-    return pin_setup_source(CHAPTER_SETUP, url, ref, None)
+#: Chapters that need packages beyond dplib's own requirements, by chapter: the extra of
+#: pyproject.toml their setup cell installs (``dplib[EXTRA] @ git+...``). Colab has torch and
+#: peft but not mbi, for instance.
+CHAPTER_EXTRAS = {"13_private_finetuning": "finetune", "14_dp_in_practice": "synthetic"}
+
+
+def pip_target(url: str, ref: str, extra: str | None = None) -> str:
+    """What a setup cell asks pip for: the repository at ``ref`` (with an extra, if any)."""
+    return f"dplib[{extra}] @ git+{url}@{ref}" if extra else f"git+{url}@{ref}"
+
+
+def chapter_setup_source(url: str, ref: str, extra: str | None = None) -> str:
+    """:data:`CHAPTER_SETUP` with its ``BOOK_REPO``/``BOOK_REF`` lines set to ``url``/``ref``,
+    installing ``dplib[extra]`` when the chapter needs an extra (:data:`CHAPTER_EXTRAS`)."""
+    source = CHAPTER_SETUP
+    if extra:
+        source = source.replace('f"git+{BOOK_REPO}@{BOOK_REF}"',
+                                f'f"dplib[{extra}] @ git+{{BOOK_REPO}}@{{BOOK_REF}}"')
+    return pin_setup_source(source, url, ref, None)
 
 
 def _uncommitted_library() -> bool:
@@ -147,12 +163,11 @@ def sync_setup_cells(url: str, ref: str, otter: str) -> list[Path]:
     """Write every chapter's setup cell from :data:`CHAPTER_SETUP` and pin every assignment's
     (only that cell, and only if needed; each file is read right before it is written)."""
     changed = []
-    chapter = chapter_setup_source(url, ref)
     for path in chapter_notebooks() + assignment_notebooks():
         nb = nbformat.read(path, as_version=4)
         cell = setup_cell(nb)
         if path.parent.name != "assignments":
-            new = chapter
+            new = chapter_setup_source(url, ref, CHAPTER_EXTRAS.get(path.stem))
         else:
             try:
                 new = pin_setup_source(cell.source, url, ref, otter)

@@ -110,6 +110,11 @@ def test_sandbox_copies_every_chapter_with_its_pin(sandbox, tmp_path):
         assert [c.source for c in b.cells[:-1]] == [c.source for c in a.cells]
         ref = C.pinned_ref(a)
         assert f"git+{S.repository_url()}@{ref}" in b.cells[-1].source
+    nb14 = [p for p in CHAPTERS if p.stem in S.CHAPTER_EXTRAS]
+    for src in nb14:
+        copy = C.sandbox_chapter(src, tmp_path / src.stem, sandbox["site"], "")
+        extra = S.CHAPTER_EXTRAS[src.stem]
+        assert f"dplib[{extra}] @ git+" in nbformat.read(copy, as_version=4).cells[-1].source
 
 
 def test_install_keeps_what_colab_has(installed):
@@ -142,7 +147,9 @@ def test_stored_results_are_installed_with_dplib(installed):
 def test_setup_cell_is_the_synced_one(path):
     """Every chapter starts with the cell `make sync` writes (its pinned commit included)."""
     source = S.setup_cell(nbformat.read(path, as_version=4)).source
-    assert source == S.chapter_setup_source(S.repository_url(), C.pinned_ref(nbformat.read(path, as_version=4))), \
+    ref = C.pinned_ref(nbformat.read(path, as_version=4))
+    extra = S.CHAPTER_EXTRAS.get(path.stem)
+    assert source == S.chapter_setup_source(S.repository_url(), ref, extra), \
         "run `make sync`"
 
 
