@@ -16,7 +16,13 @@
   once), :mod:`.preflight` (everything a run may refuse, before any randomness),
   :mod:`.clipped_sum` (the clipped sum of a batch, never refused: a fast path that fails is
   recomputed exactly), :mod:`.engine` (privatizer and loop), :mod:`.release` (the kind of every
-  result field: public, noised, secret or not covered by ε).
+  result field: public, noised, secret or not covered by ε; :mod:`.not_private` holds what is not
+  covered).
+* :mod:`.user_level` — user-level DP-SGD (``train(user_ids=..., records_per_user=...)``): users
+  Poisson-sampled, each user's mean gradient clipped as one, ε counted in users; group privacy
+  of a record-level run for comparison.
+* :mod:`.finetune` — fine-tuning a pretrained model privately: full, last layer, biases only, or
+  LoRA adapters (through ``peft``), all trained by the same engine (ghost clipping included).
 * :mod:`.batched` — :func:`train_models_batched`: the same engine over a stack of models
   (``torch.func.vmap``), for shadow models and audits.
 * :mod:`.distributed` — :func:`train_distributed` (DP-SGD over ``torch.distributed`` ranks: shard
@@ -51,7 +57,7 @@ from .._validate import shown
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
 _SUBMODULES = ("ghost", "ghost_layers", "grads", "models", "trainer", "engine", "batched",
                "distributed", "benchmark_tables", "recipes", "config", "preflight",
-               "clipped_sum", "release", "correlated")
+               "clipped_sum", "release", "correlated", "finetune", "user_level", "not_private")
 _LAZY = {
     **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms", "ghost_plan"),
                     "ghost"),
@@ -67,7 +73,10 @@ _LAZY = {
     **dict.fromkeys(("RunConfig", "steps_for_epochs"), "config"),
     "preflight": "preflight",
     **dict.fromkeys(("private_clipped_sum", "exact_clipped_sum"), "clipped_sum"),
-    **dict.fromkeys(("NotPrivate", "publishable"), "release"),
+    "publishable": "release",
+    "NotPrivate": "not_private",
+    **dict.fromkeys(("prepare_finetune", "trainable_parameter_count", "LogitsOnly"), "finetune"),
+    **dict.fromkeys(("compare_privacy_units", "group_epsilon"), "user_level"),
     **dict.fromkeys(("GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker"), "engine"),
     **dict.fromkeys(("MatrixPrivatizer", "cyclic_batches", "run_factorization", "run_groups",
                      "NOISE_CORRELATIONS"), "correlated"),
@@ -97,7 +106,8 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA",
            "PublicKernelFeatures", "shift_copies",
            "MatrixPrivatizer", "cyclic_batches", "run_factorization", "run_groups",
-           "NOISE_CORRELATIONS"]
+           "NOISE_CORRELATIONS", "prepare_finetune", "trainable_parameter_count", "LogitsOnly",
+           "compare_privacy_units", "group_epsilon"]
 
 
 def __getattr__(name: str) -> object:
