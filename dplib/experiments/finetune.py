@@ -124,7 +124,8 @@ def digits_model(method: str, pretrained: nn.Module, *, rank: int = 4,
                  seed: int = 0) -> nn.Module:
     """The network ``method`` fine-tunes: a copy of ``pretrained`` with a new zero-initialised
     head (5 private classes), frozen by :func:`dplib.training.finetune.prepare_finetune`
-    (``"lora"``: rank ``rank`` on both hidden layers, α = r); ``"scratch"``: a fresh
+    (``"lora"``: rank ``rank`` on both hidden layers, α = r, the adapters' random initialisation
+    drawn from ``seed``); ``"scratch"``: a fresh
     :func:`~dplib.training.make_mlp` of the same shape from ``seed``, every weight trainable."""
     from ..training import make_mlp
     from ..training.finetune import prepare_finetune
@@ -142,8 +143,11 @@ def digits_model(method: str, pretrained: nn.Module, *, rank: int = 4,
     nn.init.zeros_(model[5].bias)
     if method == "full":
         return prepare_finetune(model, "full")
-    if method == "lora":
-        return prepare_finetune(model, "lora", rank=rank, target_modules=["1", "3"], head="5")
+    if method == "lora":              # the adapters' random A: from ``seed``, not global state
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return prepare_finetune(model, "lora", rank=rank, target_modules=["1", "3"],
+                                    head="5")
     return prepare_finetune(model, method, head="5")
 
 
