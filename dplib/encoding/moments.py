@@ -250,6 +250,29 @@ def small_shift_constant(noise: NoiseDistribution, orders: object) -> np.ndarray
     return k * (k - 1.0) * noise.fisher_information / 2.0
 
 
+def _direct_scipy_logpdf(lp):
+    """``lp`` itself, or, for the ``logpdf`` of a frozen ``scipy.stats`` distribution with loc 0
+    and scale 1 on the whole line, the distribution's own ``_logpdf`` when it gives the same
+    numbers on a grid (the scalar quadrature below calls it thousands of times, and the frozen
+    call's argument handling costs far more than the density)."""
+    rv = getattr(lp, "__self__", None)
+    if getattr(lp, "__name__", "") != "logpdf" or not hasattr(rv, "dist"):
+        return lp
+    try:
+        shapes, loc, scale = rv.dist._parse_args(*rv.args, **rv.kwds)
+        lo, hi = rv.support()
+        fn = rv.dist._logpdf
+        y = np.linspace(-30.0, 30.0, 241)
+        with np.errstate(all="ignore"):
+            same = np.array_equal(np.asarray(fn(y, *shapes), dtype=float), rv.logpdf(y),
+                                  equal_nan=True)
+    except Exception:         # another scipy: keep the frozen distribution's logpdf
+        return lp
+    if not (same and loc == 0 and scale == 1 and np.isinf(lo) and np.isinf(hi)):
+        return lp
+    return lambda x: fn(np.asarray(x, dtype=float), *shapes)
+
+
 def mixture_renyi_1d(logpdf, tau: float, sample_rate: float, alpha: float, *,
                      direction: str = "remove") -> float:
     """D_α between the subsampled pair in one dimension, by direct quadrature (a check, not fast).
@@ -263,6 +286,7 @@ def mixture_renyi_1d(logpdf, tau: float, sample_rate: float, alpha: float, *,
     lp = logpdf.logpdf if isinstance(logpdf, NoiseDistribution) else logpdf
     if not callable(lp):
         raise ValueError(f"logpdf must be a NoiseDistribution or a callable, got {shown(logpdf)}")
+    lp = _direct_scipy_logpdf(lp)
     t = check_real("tau", tau)
     q = check_real("sample_rate", sample_rate, low=0.0, high=1.0, high_open=False)
     a = check_real("alpha", alpha, low=1.0)
