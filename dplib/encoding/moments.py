@@ -39,13 +39,16 @@ from .._validate import check_int, check_positive, check_real, check_real_array,
 from .noise import NoiseDistribution
 
 __all__ = ["log_moments", "gaussian_log_moments", "laplace_log_moments", "small_shift_constant",
-           "mixture_renyi_1d", "MomentTable", "moment_table", "check_monotone"]
+           "mixture_renyi_1d", "MomentTable", "moment_table", "check_monotone",
+           "check_noise", "check_orders_int"]
 
 #: 1/j! for j = 13, 12, …, 2 (Horner order) — the series of expm1(x) − x
 _INV_FACT = [1.0 / math.factorial(j) for j in range(13, 1, -1)]
 
 
 def check_noise(noise: object) -> NoiseDistribution:
+    """``noise`` if it is a :class:`NoiseDistribution`, else ``ValueError`` (the encoding
+    modules' input check)."""
     if not isinstance(noise, NoiseDistribution):
         raise ValueError(f"noise must be a dplib.encoding NoiseDistribution (GaussianNoise, "
                          f"LaplaceNoise, StudentTNoise, ScipyNoise), got {shown(noise)}")
@@ -53,6 +56,8 @@ def check_noise(noise: object) -> NoiseDistribution:
 
 
 def check_orders_int(orders: object, *, low: int = 0) -> np.ndarray:
+    """``orders`` as a 1-D float array of integers ≥ ``low``, else ``ValueError`` (Lemma 4 of
+    Nasr, Shokri & Houmansadr 2020 is stated for integer orders)."""
     try:
         arr = np.atleast_1d(np.asarray(orders, dtype=float))
     except (TypeError, ValueError):
