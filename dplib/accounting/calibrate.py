@@ -25,7 +25,7 @@ from .events import DpEvent, dpsgd_event
 from .pld import PLDAccountant
 from .registry import accountant_class
 
-__all__ = ["calibrate", "calibrate_noise", "safe_log_root"]
+__all__ = ["calibrate", "calibrate_noise", "safe_log_root", "pld_warm_start"]
 
 _SIGMA_MIN, _SIGMA_MAX = 1e-2, 1e4
 

@@ -49,7 +49,8 @@ from .._validate import check_int, check_probability, check_real, shown
 __all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "SampledEvent", "PoissonSampledEvent",
            "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent",
            "RDPCurveEvent", "ZCDPEvent", "EquivalentEvent", "MatrixMechanismEvent",
-           "BandedMatrixMechanismEvent", "Step", "dpsgd_event", "flatten"]
+           "BandedMatrixMechanismEvent", "Step", "dpsgd_event", "flatten", "NOISE_MULTIPLIER_RANGE",
+           "check_noise_multiplier"]
 
 #: The noise multipliers the accountants take. Outside it σ² or 1/σ² leaves the float range
 #: (σ = 1e200 raised OverflowError, σ = 1e-200 divided by zero); the answers there would be

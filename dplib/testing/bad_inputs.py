@@ -14,182 +14,37 @@ Run by tests/audit/test_bad_inputs.py and benchmarks/bad_inputs.py.
 """
 from __future__ import annotations
 
-import importlib
-import inspect
-import re
-import pkgutil
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from .bad_inputs_core import core_specs, event_specs, support_specs
+from .bad_inputs_ml import ml_specs
+from .bad_inputs_figures import figures_specs, figures_specs_more
+from .bad_inputs_models import (encoding_specs, icl_model_specs, models_erm_specs,
+                                private_run_specs, transformer_specs)
+from .bad_inputs_correlated import correlated_specs
+from .bad_inputs_selection import selection_specs
+from .bad_inputs_plotting import plotting_specs
+from .bad_inputs_synthetic import synthetic_specs
+from .bad_inputs_zcdp import zcdp_specs
+from .bad_inputs_reporting import reporting_specs
+from .bad_inputs_finetune import finetune_specs
+from .bad_inputs_user_level import user_level_specs
+from .bad_inputs_experiments import experiments_specs
+from .bad_inputs_correlated import CORRELATED_EXCLUDED
+from .bad_inputs_experiments import EXPERIMENTS_EXCLUDED
+from .bad_inputs_finetune import FINETUNE_EXCLUDED
+from .bad_inputs_reporting import REPORTING_EXCLUDED
+from .bad_inputs_selection import SELECTION_EXCLUDED
+from .bad_inputs_synthetic import SYNTHETIC_EXCLUDED
+from .bad_inputs_user_level import USER_LEVEL_EXCLUDED
+from .bad_inputs_zcdp import ZCDP_EXCLUDED
+from ._sweep import (BAD, INF, NAN, Case, Spec, call_spec, cases, check_case,  # noqa: F401
+                     public_callables)
 
-import numpy as np
-
-import dplib
-
-NAN, INF = float("nan"), float("inf")
-
-# ---- families of bad values -------------------------------------------------------------------
-# Each family is bad for *every* sensible meaning of the parameter kind it is named after.
-BAD: dict[str, list] = {
-    # a real > 0 (ε, σ, a scale, a sensitivity)
-    "pos": [0.0, -1.0, NAN, INF, "1.0", None, [1.0, 2.0]],
-    # a real > 0 of a vectorised function (an array of valid values is fine there)
-    "pos_vec": [0.0, -1.0, NAN, INF, "1.0", None, [1.0, -2.0]],
-    # a finite real > 0 where +inf could be argued for: leave inf out
-    "pos_noinf": [0.0, -1.0, NAN, "1.0", None],
-    # a real ≥ 0 (ε of a composition, δ of a pure mechanism, …)
-    "nonneg": [-1e-9, -1.0, NAN, "0.1", None],
-    # a finite real (a value to privatise, a threshold)
-    "real": [NAN, INF, "x", None],
-    # δ ∈ (0, 1)
-    "delta": [0.0, 1.0, -0.1, 1.5, NAN, "1e-5", None],
-    # δ ∈ [0, 1)
-    "delta0": [1.0, -0.1, 1.5, NAN, "0", None],
-    # a probability in [0, 1]
-    "prob": [-0.1, 1.5, NAN, INF, "0.5", None],
-    # a sample rate q ∈ (0, 1]
-    "rate": [0.0, -0.1, 1.5, NAN, "0.1", None],
-    # a fraction in (0, 1)
-    "frac_open": [0.0, 1.0, -0.2, 1.2, NAN, "0.5", None],
-    # a fraction in [0, 1)
-    "frac0": [1.0, -0.2, 1.2, NAN, "0.5", None],
-    # an integer ≥ 1 (n, k, T, a size)
-    "int1": [0, -3, 2.5, NAN, "3", None, True],
-    # an integer ≥ 0 (a seed)
-    "int0": [-1, 2.5, NAN, "3", None, True],
-    # a numpy Generator or a seed
-    "rng": [None, -1, "seed", 1.5, NAN],
-    # a private release's seed: None is valid (fresh OS entropy, dplib.device.release_seed)
-    "seed": [-1, 2.5, NAN, "3", True],
-    # the generator of a private release: None is valid (fresh OS entropy)
-    "release_rng": [-1, "seed", 1.5, NAN],
-    # True / False
-    "bool": ["yes", None, 2, NAN],
-    # a name from a fixed list
-    "choice": ["no-such-option", None, 3],
-    # a non-empty array of finite reals
-    "array": [[], [NAN], [1.0, INF], "abc", None],
-    # orders α > 1
-    "orders": [[0.5, 2.0], [1.0], [NAN], [], "abc", None],
-    # an array of probabilities
-    "prob_array": [[-0.1], [1.5], [NAN], "abc", None],
-    # an array of reals ≥ 0
-    "nonneg_array": [[-1.0], [NAN], "abc", None],
-    # 0/1 answers
-    "binary": [[0, 2], [], ["a", "b"], [0.5], None],
-}
-
-
-@dataclass
-class Spec:
-    """A public callable, how to call it validly, and the kind of each parameter to spoil."""
-    name: str                         # qualified name, as public_callables() reports it
-    target: Callable[[], Callable]    # returns the callable (fresh object for methods)
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    params: dict = field(default_factory=dict)   # param -> family name or explicit list
-    # how a bad value must be named in the message, when not the parameter name itself
-    names: dict = field(default_factory=dict)
-
-
-def call_spec(spec: Spec, param: str | None = None, value: Any = None) -> Any:
-    """Call ``spec``'s callable with its valid arguments, ``param`` (when given) set to
-    ``value``: the one call a bad-input case makes."""
-    fn = spec.target()
-    sig = inspect.signature(fn)
-    bound = sig.bind_partial(*spec.args, **spec.kwargs)
-    if param is not None:
-        if param in sig.parameters and sig.parameters[param].kind == inspect.Parameter.VAR_KEYWORD:
-            raise AssertionError("cannot spoil **kwargs")
-        bound.arguments[param] = value
-    return fn(*bound.args, **bound.kwargs)
-
-
-@dataclass
-class Case:
-    spec: Spec
-    param: str
-    value: Any
-
-    @property
-    def id(self) -> str:
-        v = self.value
-        if isinstance(v, np.ndarray):
-            text = f"array{v.shape}"
-        elif hasattr(v, "shape") and not isinstance(v, str):
-            text = f"{type(v).__name__}{tuple(v.shape)}"
-        elif isinstance(v, dict):
-            text = "{" + ", ".join(f"{k}: {getattr(x, 'shape', x)!s}" for k, x in v.items()) + "}"
-        elif callable(v) and not isinstance(v, type):
-            text = getattr(v, "__name__", type(v).__name__)
-        else:
-            text = repr(v)
-        if len(text) > 30:
-            text = text[:27] + "..."
-        return f"{self.spec.name}[{self.param}={text}]"
-
-    def run(self) -> Any:
-        return call_spec(self.spec, self.param, self.value)
-
-    def valid(self) -> Any:
-        return call_spec(self.spec, None, None)
-
-    def expected_name(self) -> str:
-        return self.spec.names.get(self.param, self.param)
-
-
-def cases(specs: list[Spec]) -> list[Case]:
-    out = []
-    for s in specs:
-        for param, kind in s.params.items():
-            values = BAD[kind] if isinstance(kind, str) else kind
-            out.extend(Case(s, param, v) for v in values)
-    return out
-
-
-def check_case(case: Case) -> str | None:
-    """None if the bad input is refused properly, else a description of what went wrong."""
-    try:
-        with np.errstate(all="ignore"):
-            result = case.run()
-    except (ValueError, TypeError) as exc:
-        msg = str(exc)
-        name = case.expected_name()
-        alternatives = "|".join(re.escape(n) for n in name.split("|"))
-        if not re.search(rf"\b({alternatives})\b", msg, flags=re.IGNORECASE):
-            return f"{type(exc).__name__} does not name {name!r}: {msg[:160]}"
-        return None
-    except Exception as exc:   # noqa: BLE001 - any other exception is a finding
-        return f"raised {type(exc).__name__} (not ValueError/TypeError): {str(exc)[:160]}"
-    return f"returned {type(result).__name__} {str(result)[:80]!r} instead of raising"
-
-
-# ---- discovery ------------------------------------------------------------------------------
-
-def public_callables() -> dict[str, object]:
-    """Every public function and class defined in a public dplib module (dplib.testing
-    aside), by qualified name."""
-    found: dict[str, object] = {}
-    for info in pkgutil.walk_packages(dplib.__path__, "dplib."):
-        if any(part.startswith("_") for part in info.name.split(".")) or \
-                info.name.startswith("dplib.testing"):    # the checks, not the library
-            continue
-        try:
-            mod = importlib.import_module(info.name)
-        except ImportError:      # optional dependency missing: nothing public to check there
-            continue
-        for attr, obj in vars(mod).items():
-            if attr.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
-                continue
-            module = getattr(obj, "__module__", "") or ""
-            if not module.startswith("dplib.") or any(p.startswith("_")
-                                                      for p in module.split(".")):
-                continue
-            found.setdefault(f"{module}.{obj.__qualname__}", obj)
-    return found
+__all__ = ["BAD", "INF", "NAN", "Case", "Spec", "call_spec", "cases", "check_case",
+           "public_callables", "EXCLUDED", "KNOWN_GAPS", "all_specs"]
 
 
 #: Public callables deliberately not in the sweep, with the reason.
-EXCLUDED: dict[str, str] = {
+_BASE_EXCLUDED: dict[str, str] = {
     **{name: "a step of PLDAccountant shared between its modules, called only with the "
              "accountant's validated grids" for name in (
         "dplib.accounting.pld_fft.composition_window", "dplib.accounting.pld_fft.delta_curve",
@@ -236,6 +91,7 @@ EXCLUDED: dict[str, str] = {
     "dplib.training.clipped_sum.StateSnapshot": "internal record of a model's state, taken "
                                                 "and restored by the clipped-sum stage (swept)",
     "dplib.training.not_private.NotPrivate": "result record of the not-covered diagnostics",
+    "dplib.training.release.all_field_kinds": "no parameters (the classification table)",
     "dplib.accounting.pld_grid.DiscretePLD": "data container built by subsampled_gaussian_pld/compose",
     "dplib.attacks.audit_stats.AuditResult": "result record returned by audit_from_samples",
     "dplib.attacks.catalogue.MechanismAudit": "record built by mechanism_audits (its run() is "
@@ -298,7 +154,8 @@ EXCLUDED: dict[str, str] = {
         "dplib.datasets.is_online", "dplib.datasets.load_cifar10", "dplib.datasets.load_mnist",
         "dplib.icl.data.download", "dplib.icl.data.load_agnews", "dplib.icl.data.load_book_data",
         "dplib.icl.data.load_sst2", "dplib.icl.data.make_book_data",
-        "dplib.icl.data.product_reference", "dplib.icl.data.tokenize",
+        "dplib.icl.data.product_reference", "dplib.icl.data.public_corpus",
+        "dplib.icl.data.tokenize",
         "dplib.icl.data.vocabulary", "dplib.icl.data.write_book_data",
         "dplib.icl.experiments.format_table", "dplib.icl.experiments.unigram_f1",
         "dplib.icl.hf.HFCausalLM", "dplib.icl.hf.transformers_available",
@@ -345,22 +202,14 @@ EXCLUDED: dict[str, str] = {
 }
 
 
+#: Every exclusion: the ones above and each table's own.
+EXCLUDED: dict[str, str] = {**_BASE_EXCLUDED, **CORRELATED_EXCLUDED, **EXPERIMENTS_EXCLUDED,
+                            **FINETUNE_EXCLUDED, **REPORTING_EXCLUDED, **SELECTION_EXCLUDED,
+                            **SYNTHETIC_EXCLUDED, **USER_LEVEL_EXCLUDED, **ZCDP_EXCLUDED}
+
+
 def all_specs() -> list[Spec]:
     """Every entry of the table: one :class:`Spec` per swept public callable."""
-    from .bad_inputs_core import core_specs, event_specs, support_specs
-    from .bad_inputs_ml import ml_specs
-    from .bad_inputs_figures import figures_specs, figures_specs_more
-    from .bad_inputs_models import (encoding_specs, icl_model_specs, models_erm_specs,
-                                    private_run_specs, transformer_specs)
-    from .bad_inputs_correlated import correlated_specs
-    from .bad_inputs_selection import selection_specs
-    from .bad_inputs_plotting import plotting_specs
-    from .bad_inputs_synthetic import synthetic_specs
-    from .bad_inputs_zcdp import zcdp_specs
-    from .bad_inputs_reporting import reporting_specs
-    from .bad_inputs_finetune import finetune_specs
-    from .bad_inputs_user_level import user_level_specs
-    from .bad_inputs_experiments import experiments_specs
     return (core_specs() + support_specs() + event_specs() + ml_specs() + encoding_specs()
             + models_erm_specs() + icl_model_specs() + transformer_specs() + figures_specs()
             + figures_specs_more() + private_run_specs() + correlated_specs() + selection_specs()

@@ -7,7 +7,9 @@ import functools
 
 import numpy as np
 
-from .bad_inputs import BAD, INF, NAN, Spec
+from ._sweep import BAD, INF, NAN, Spec
+
+__all__ = ["core_specs", "support_specs", "event_specs"]
 
 
 @functools.lru_cache(maxsize=1)

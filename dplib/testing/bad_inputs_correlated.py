@@ -3,7 +3,9 @@ matrix-factorisation mechanisms (:mod:`dplib.mechanisms.matrix_factorization`), 
 and the correlated-noise privatizer (:mod:`dplib.training.correlated`)."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
+
+__all__ = ["correlated_specs", "CORRELATED_EXCLUDED"]
 
 #: This topic's public callables that are not swept, with the reason.
 CORRELATED_EXCLUDED: dict[str, str] = {
@@ -12,7 +14,6 @@ CORRELATED_EXCLUDED: dict[str, str] = {
     "dplib.training.trainer.run_batches": "a stage builder the trainer calls with its validated "
                                           "RunConfig (swept via train)",
 }
-EXCLUDED.update(CORRELATED_EXCLUDED)
 
 #: Bad workloads: not square, not lower-triangular, singular, not finite, not a matrix.
 _WORKLOAD = [[[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]], [[1.0, 1.0], [0.0, 1.0]],

@@ -2,7 +2,7 @@
 :mod:`dplib.experiments.finetune` (chapter 13)."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
 
 __all__ = ["EXPERIMENTS_EXCLUDED", "experiments_specs"]
 
@@ -22,7 +22,6 @@ EXPERIMENTS_EXCLUDED: dict[str, str] = {
                                                "its own checks, tested in "
                                                "tests/unit/test_experiments_finetune.py",
 }
-EXCLUDED.update(EXPERIMENTS_EXCLUDED)
 
 
 def experiments_specs() -> list[Spec]:

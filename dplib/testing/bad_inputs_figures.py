@@ -6,7 +6,9 @@ import importlib
 
 import numpy as np
 
-from .bad_inputs import INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
+
+__all__ = ["figures_specs", "figures_specs_more"]
 
 
 def figures_specs() -> list[Spec]:

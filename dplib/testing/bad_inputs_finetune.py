@@ -2,7 +2,7 @@
 :mod:`dplib.training.finetune` (which parameters of a pretrained model train privately)."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
 
 __all__ = ["finetune_specs", "FINETUNE_EXCLUDED"]
 
@@ -13,7 +13,6 @@ FINETUNE_EXCLUDED: dict[str, str] = {
     "dplib.training.ghost_layers.is_hf_conv1d": "a type test: any object is a valid input "
                                                 "(False for all but transformers' Conv1D)",
 }
-EXCLUDED.update(FINETUNE_EXCLUDED)
 
 
 def finetune_specs() -> list[Spec]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bad_inputs import INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
+
+__all__ = ["ml_specs", "training_fixture"]
 
 
 def _bn_model():

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bad_inputs import BAD, INF, NAN, Spec
+from ._sweep import BAD, INF, NAN, Spec
+
+__all__ = ["encoding_specs", "models_erm_specs", "transformer_specs", "icl_model_specs",
+           "private_run_specs"]
 
 
 def encoding_specs() -> list[Spec]:

@@ -2,7 +2,9 @@
 :mod:`dplib.plotting` (the PNG that records its smallest font, for the site's phone check)."""
 from __future__ import annotations
 
-from .bad_inputs import Spec
+from ._sweep import Spec
+
+__all__ = ["plotting_specs"]
 
 
 def plotting_specs() -> list[Spec]:

@@ -3,17 +3,16 @@
 :class:`~dplib.reporting.PureDPEvent`."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
 
 __all__ = ["reporting_specs", "REPORTING_EXCLUDED"]
 
 #: This topic's public callables that are not swept, with the reason; merged into
-#: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
+#: :data:`~dplib.testing.bad_inputs.EXCLUDED` by :mod:`dplib.testing.bad_inputs`.
 REPORTING_EXCLUDED: dict[str, str] = {
     "dplib.reporting.statement.PrivacyReport": "result record returned by privacy_report "
                                                "(swept)",
 }
-EXCLUDED.update(REPORTING_EXCLUDED)
 
 
 def _report(result_or_event: object, *, delta: object = 1e-5, accountant: object = "rdp",

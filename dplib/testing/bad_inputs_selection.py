@@ -2,10 +2,12 @@
 :mod:`dplib.selection` — sparse vector, smooth sensitivity, propose-test-release, PATE, tuning."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
+
+__all__ = ["selection_specs", "SELECTION_EXCLUDED"]
 
 #: This topic's public callables that are not swept, with the reason; merged into
-#: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
+#: :data:`~dplib.testing.bad_inputs.EXCLUDED` by :mod:`dplib.testing.bad_inputs`.
 SELECTION_EXCLUDED: dict[str, str] = {
     **{f"dplib.selection.{name}": "result record returned by a swept function" for name in (
         "sparse_vector.SVTResult", "ptr.PTRResult", "smooth_sensitivity.SmoothRelease")},
@@ -15,7 +17,6 @@ SELECTION_EXCLUDED: dict[str, str] = {
                                                               "on bad input is all it does (used "
                                                               "by swept functions)",
 }
-EXCLUDED.update(SELECTION_EXCLUDED)
 
 _X = [[], [NAN], [1.0, INF], "abc", None, [-5.0, 1.0], [[1.0, 2.0]]]     # data in [0, 10]
 _VOTES = [[1.0], [NAN, 1.0], [-1.0, 2.0], [1.5, 2.0], "abc", None]

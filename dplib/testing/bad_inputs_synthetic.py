@@ -2,12 +2,12 @@
 :mod:`dplib.synthetic` — the tabular container, MWEM, MST and their evaluation."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, NAN, Spec
+from ._sweep import NAN, Spec
 
 __all__ = ["SYNTHETIC_EXCLUDED", "synthetic_specs"]
 
 #: This topic's public callables that are not swept, with the reason; merged into
-#: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
+#: :data:`~dplib.testing.bad_inputs.EXCLUDED` by :mod:`dplib.testing.bad_inputs`.
 SYNTHETIC_EXCLUDED: dict[str, str] = {
     **{f"dplib.synthetic.{name}": "result record returned by a swept function" for name in (
         "mwem.MWEMResult", "mst.MSTResult", "mst.MSTBudget", "evaluation.MarginalError",
@@ -19,7 +19,6 @@ SYNTHETIC_EXCLUDED: dict[str, str] = {
                                                  "seed goes through dplib.device.release_seed "
                                                  "(swept); used by swept functions",
 }
-EXCLUDED.update(SYNTHETIC_EXCLUDED)
 
 _DATA = [None, "abc", [[0, 1]], 3.0]                    # not a TabularData
 _WORKLOAD = [None, "age", [], [()], [("age", "age")], [("no-such-column",)], 3]

@@ -3,12 +3,12 @@
 :mod:`dplib.attacks.user_audit`."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
 
 __all__ = ["USER_LEVEL_EXCLUDED", "user_level_specs"]
 
 #: This topic's public callables that are not swept, with the reason; merged into
-#: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
+#: :data:`~dplib.testing.bad_inputs.EXCLUDED` by :mod:`dplib.testing.bad_inputs`.
 USER_LEVEL_EXCLUDED: dict[str, str] = {
     "dplib.training.user_level.UserIndex": "index record built by UserIndex.build from ids "
                                            "validated by check_user_ids (swept)",
@@ -20,7 +20,6 @@ USER_LEVEL_EXCLUDED: dict[str, str] = {
                                                       "in tests/unit/test_user_level.py",
     "dplib.user_data.digit_images": "no parameters",
 }
-EXCLUDED.update(USER_LEVEL_EXCLUDED)
 
 _IDS = [[0, 1], [0.5] * 6, [-1, 0, 0, 1, 1, 1], ["a"] * 6, [NAN] * 6, [True] * 6, "abc", None]
 _CAP = [0, -3, 2.5, NAN, "3", True]

@@ -4,12 +4,12 @@
 :mod:`dplib.mechanisms.count_mean_sketch`."""
 from __future__ import annotations
 
-from .bad_inputs import EXCLUDED, INF, NAN, Spec
+from ._sweep import INF, NAN, Spec
 
 __all__ = ["ZCDP_EXCLUDED", "zcdp_specs"]
 
 #: This topic's public callables that are not swept, with the reason; merged into
-#: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this table is loaded (by ``all_specs``).
+#: :data:`~dplib.testing.bad_inputs.EXCLUDED` by :mod:`dplib.testing.bad_inputs`.
 ZCDP_EXCLUDED: dict[str, str] = {
     **{f"dplib.deployments.{name}": "no parameters (a published deployment's record)"
        for name in ("census_2020", "gboard_2023", "apple_cms")},
@@ -17,7 +17,6 @@ ZCDP_EXCLUDED: dict[str, str] = {
        for name in ("GeographicLevel", "CensusDeployment", "GboardDeployment", "AppleUseCase",
                     "AppleDeployment")},
 }
-EXCLUDED.update(ZCDP_EXCLUDED)
 
 _VALUES = [[], [-1], [12], [1.5], "abc", None, [[1, 2]]]         # dictionary of 12 items
 _COUNTS = [[1, 2], None, "abc", [-1] * 12, [0] * 12, [1.5] * 12]

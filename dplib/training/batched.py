@@ -149,7 +149,7 @@ def _default_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 def _as_xy(X, y) -> tuple[torch.Tensor, torch.Tensor]:
     """(X, y) as tensors, checked and typed exactly as :func:`dplib.training.train` does."""
-    from .trainer import as_tensors
+    from .preflight import as_tensors
     return as_tensors((X, y), "(X, y)")
 
 
