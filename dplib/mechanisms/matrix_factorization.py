@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, optimize, signal
+from scipy import linalg, optimize
 
 from .._validate import check_int, check_real, shown
 
@@ -284,6 +284,8 @@ def _banded_loss(c: np.ndarray, a: np.ndarray) -> tuple[float, np.ndarray]:
     gradient. C⁻¹ is Toeplitz with the power series r = 1/c(x); B = A C⁻¹ has column s = a·r;
     ‖B‖_F² = Σ_k (n − k) s_k². ∂r/∂c_j = −x^j r², so ∂‖B‖²/∂c_j = −Σ_m (a·r²)_m w_{m+j} with
     w_k = 2(n − k) s_k (products of power series truncated at xⁿ)."""
+    from scipy import signal       # loads scipy.stats (~1 s): only the banded search needs it
+
     n = a.size
     e = np.zeros(n)
     e[0] = 1.0
