@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_choice, check_int, check_positive, check_probability, check_real
+from .._validate import (check_choice, check_int, check_positive, check_probability, check_real,
+                         shown)
 from .data import TabularData, check_tabular, check_workload, release_seed_and_rng
 
 __all__ = ["MarginalError", "marginal_error", "downstream_accuracy", "SyntheticAudit",
@@ -78,7 +79,7 @@ def downstream_accuracy(train: TabularData, test: TabularData, target: str | Non
     _same_schema(train, test, "test")
     target = train.target if target is None else target
     if target is None or target not in train.columns:
-        raise ValueError(f"target must be one of {list(train.columns)}, got {target!r}")
+        raise ValueError(f"target must be one of {list(train.columns)}, got {shown(target)}")
     c = check_positive("c", c)
     j = train.index(target)
     y_train, y_test = train.records[:, j], test.records[:, j]
