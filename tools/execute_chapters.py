@@ -15,12 +15,15 @@ script ran is simply executed by the build, as before.
 
 A chapter that raises is reported with its traceback and the script exits 1 (the build would
 fail on it too, later). The environment is inherited: ``DPBOOK_QUICK=1`` gives the quick run,
-which is why the quick build keeps its own cache folder.
+which is why the quick build keeps its own cache folder. Like the build (tools/dpbook_sphinx.py),
+this script sets ``DPBOOK_WIDGET_FRAMES=1`` for the kernels, so each interactive figure is drawn
+as the website's frames: the outputs stored are the ones the build would have made.
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import os
 import sys
 import time
 from pathlib import Path
@@ -104,6 +107,8 @@ def execute_into_cache(cache_dir: Path, notebooks: list[Path], jobs: int) -> int
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dplib.widget_frames import FRAMES_ENV
+    os.environ.setdefault(FRAMES_ENV, "1")      # as the book's Sphinx extension does
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", required=True, type=Path,
                         help="the build's execution cache (PATH_OUTPUT/_build/.jupyter_cache)")
