@@ -33,7 +33,8 @@ __all__ = ["UserAuditResult", "user_membership_audit", "user_scores"]
 class UserAuditResult:
     """Outcome of :func:`user_membership_audit`. ``scores``/``lira_scores``/``membership``:
     [models, target users] (mean record score, offline-LiRA score, whether the user was in);
-    ``summary``/``lira_summary``: :func:`~dplib.attacks.roc.attack_summary` of each; ``audit``:
+    ``summary``/``lira_summary``: :func:`~dplib.attacks.roc.attack_summary` of each (``summary``
+    is the plain mean-score attack, ``lira_summary`` the offline LiRA one); ``audit``:
     the :class:`~dplib.attacks.audit_stats.AuditResult` of the LiRA scores; ``epsilon`` at
     ``delta``: the recipe's accounted ε, about one ``privacy_unit``; ``group`` (record-level
     runs): the group-privacy (kε, δ_k) for k = ``records_per_user`` and ``group_epsilon`` the

@@ -12,8 +12,10 @@ clipping). This module is the second, DP-FedAvg's aggregation with one gradient 
 
 0. Contribution bound, once before training: each user keeps at most ``records_per_user``
    records, chosen uniformly at random among its own records (:func:`cap_records`: a random key
-   per record from the run's generator, the k smallest keys of each user kept). The choice is a
-   function of that user's records and the seed alone, made before any batch exists.
+   per record from the run's generator, the k smallest keys of each user kept), made before any
+   batch exists and never from the records' contents. The keys are drawn by record position, so
+   adding a user can change which records another user keeps, but not the law of that choice
+   (uniform among the user's records), which is what the guarantee needs.
 1. Poisson sampling of USERS: every one of the m users is in U_t independently with probability
    q = ``sample_rate`` (:func:`dplib.samplers.poisson_batches` on user indices).
 2. Each sampled user's gradient is the MEAN over its kept records, g_u = (1/k_u) Σ_{i∈u} ∇ℓ_i,
