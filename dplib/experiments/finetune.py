@@ -83,7 +83,7 @@ class DigitsTransfer:
     test: tuple[torch.Tensor, torch.Tensor]
 
 
-def digits_transfer(*, n_private: int = 500, seed: int = 0) -> DigitsTransfer:
+def digits_transfer(*, n_private: int = 500, seed: int) -> DigitsTransfer:
     """The split of the module docstring: every image of 0–4 public (901 images); the 896 images
     of 5–9 shuffled by ``seed``, the first ``n_private`` private, the rest the test set."""
     from sklearn.datasets import load_digits
@@ -104,7 +104,7 @@ def digits_transfer(*, n_private: int = 500, seed: int = 0) -> DigitsTransfer:
     return DigitsTransfer(t(np.flatnonzero(pub), 0), t(tr, 5), t(te, 5))
 
 
-def pretrain_digits(data: DigitsTransfer, *, epochs: int = 30, seed: int = 0) -> nn.Module:
+def pretrain_digits(data: DigitsTransfer, *, epochs: int = 30, seed: int) -> nn.Module:
     """The public model: :func:`dplib.training.make_mlp` (64 → 128 → 128 → 5, tanh) trained
     WITHOUT privacy (σ = 0, no clipping) on the public images only, SGD with momentum 0.9,
     learning rate 0.2, batches of expected size 225 (q = 0.25). Its last layer (index 5 of the
@@ -121,7 +121,7 @@ def pretrain_digits(data: DigitsTransfer, *, epochs: int = 30, seed: int = 0) ->
 
 
 def digits_model(method: str, pretrained: nn.Module, *, rank: int = 4,
-                 seed: int = 0) -> nn.Module:
+                 seed: int) -> nn.Module:
     """The network ``method`` fine-tunes: a copy of ``pretrained`` with a new zero-initialised
     head (5 private classes), frozen by :func:`dplib.training.finetune.prepare_finetune`
     (``"lora"``: rank ``rank`` on both hidden layers, α = r, the adapters' random initialisation
@@ -152,7 +152,7 @@ def digits_model(method: str, pretrained: nn.Module, *, rank: int = 4,
 
 
 def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
-                    epsilon: float | None, *, seed: int = 0, rank: int = 4,
+                    epsilon: float | None, *, seed: int, rank: int = 4,
                     epochs: float | None = None) -> dict:
     """Train :func:`digits_model` ``(method, pretrained)`` on ``data.private`` with DP-SGD at
     (``epsilon``, δ = :data:`DELTA`) — ``None``: the same run without noise (σ = 0, the same
@@ -216,8 +216,8 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
     for m in methods:
         check_choice("methods", m, METHODS)
     from ..training import evaluate
-    data = digits_transfer()
-    base = pretrain_digits(data)
+    data = digits_transfer(seed=0)          # the public/private split: fixed, for the table
+    base = pretrain_digits(data, seed=0)    # public digits only
     rows = []
     for method in methods:
         for eps in [*eps_list, None]:
@@ -272,7 +272,7 @@ class _MeanPooledClassifier(nn.Module):
         return self.head((h * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1))
 
 
-def text_classifier(num_classes: int = 2, *, pretrained: bool = True, seed: int = 0):
+def text_classifier(num_classes: int = 2, *, pretrained: bool = True, seed: int):
     """The tiny GPT-2 of :func:`dplib.icl.tiny_lm.load_tiny_lm` (``pretrained=False``: the same
     architecture, randomly initialised from ``seed``) as a classifier: a zero-initialised linear
     head (module ``"head"``) on the mean of the last hidden states of the non-padding tokens.

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import as_generator, check_int, check_positive, shown
+from ..device import release_seed
 
 __all__ = ["CountMeanSketch", "cms_client", "cms_sketch", "cms_frequencies", "cms_expected",
            "cms_variance", "cms_flip_probability"]
@@ -52,16 +53,16 @@ def cms_flip_probability(epsilon: float) -> float:
 @dataclass(frozen=True)
 class CountMeanSketch:
     """The public parameters of a count-mean sketch: ε per report, ``rows`` k, ``columns`` m,
-    a dictionary of ``domain_size`` items (indexed 0, …, D−1) and the seed of the public hash
-    table (``hashes``: k × D, entry [l, d] = h_l(d), uniform on {0, …, m−1}, drawn from
-    ``hash_seed``). Apple's emoji deployment used k = 65,536, m = 1024, ε = 4
+    a dictionary of ``domain_size`` items (indexed 0, …, D−1) and the random seed of the public
+    hash table (None: fresh OS entropy, recorded in the object). ``hashes``: k × D, entry
+    [l, d] = h_l(d), uniform on {0, …, m−1}, drawn from ``hash_seed``. Apple's emoji deployment used k = 65,536, m = 1024, ε = 4
     (:func:`dplib.deployments.apple_cms`)."""
 
     epsilon: float
     rows: int
     columns: int
     domain_size: int
-    hash_seed: int = 0
+    hash_seed: int | None = None
     hashes: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -69,6 +70,8 @@ class CountMeanSketch:
         object.__setattr__(self, "rows", check_int("rows", self.rows))
         object.__setattr__(self, "columns", check_int("columns", self.columns, low=2))
         object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size))
+        if self.hash_seed is None:          # fresh public hash functions, recorded here
+            object.__setattr__(self, "hash_seed", release_seed())
         object.__setattr__(self, "hash_seed", check_int("hash_seed", self.hash_seed, low=0))
         if self.rows * self.domain_size > 1 << 28:
             raise ValueError(f"rows × domain_size must be at most 2**28 (the hash table is "

@@ -119,7 +119,7 @@ class TabularData:
 
 
 def release_seed_and_rng(rng: object) -> tuple[int | None, np.random.Generator]:
-    """The generator a synthetic-data release draws from, and the seed to record: a numpy
+    """The generator a synthetic-data release draws from, and which seed to record: a numpy
     ``Generator`` is used as given (seed None: not known here); an int ≥ 0 is a fixed seed (for
     experiments); ``None`` draws 63 fresh bits of OS entropy (:func:`dplib.device.release_seed`),
     so the noise is not a known function of the public inputs."""

@@ -67,7 +67,7 @@ def zcdp_specs() -> list[Spec]:
              kwargs=dict(epsilon=2.0, rows=4, columns=16, domain_size=12),
              params=dict(epsilon="pos", rows="int1",
                          columns=[1, 0, -3, 2.5, NAN, "3", None, True],
-                         domain_size="int1", hash_seed="int0")),
+                         domain_size="int1", hash_seed="seed")),
         Spec("dplib.mechanisms.count_mean_sketch.cms_flip_probability",
              lambda: S.cms_flip_probability, args=(1.0,), params=dict(epsilon="pos")),
         Spec("dplib.mechanisms.count_mean_sketch.cms_client", lambda: S.cms_client,

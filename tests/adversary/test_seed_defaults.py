@@ -32,16 +32,6 @@ NOT_A_RELEASE = {
     "dplib.icl.data.public_corpus seed": "the book's public pretraining corpus",
     "dplib.synthetic.data.load_adult_like rng": "the book's offline table, drawn from a public "
                                                 "Bayesian network",
-    "dplib.mechanisms.count_mean_sketch.CountMeanSketch hash_seed": "the sketch's hash "
-                                                                    "functions, public by design "
-                                                                    "(server and clients share "
-                                                                    "them)",
-    "dplib.experiments.finetune.digits_transfer seed": "a data split",
-    "dplib.experiments.finetune.digits_model seed": "initial weights of the chapter's model",
-    "dplib.experiments.finetune.pretrain_digits seed": "pretraining on public digits only",
-    "dplib.experiments.finetune.text_classifier seed": "initial weights of the chapter's model",
-    "dplib.experiments.finetune.finetune_digits seed": "the chapter's stored experiment: returns "
-                                                       "an accuracy for a table, not a model",
     "dplib.experiments.finetune.utility_table seeds": "number of repetitions",
     "dplib.langevin.experiments.compare_methods seeds": "number of repetitions",
     "dplib.langevin.experiments.compare_on_digits seeds": "number of repetitions",
