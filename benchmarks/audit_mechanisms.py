@@ -2,8 +2,8 @@
 
 Run:  python benchmarks/audit_mechanisms.py [--quick]       (about a minute on 2 CPU cores)
 
-For ε ∈ {0.5, 1, 2} and each mechanism of dplib.attacks.catalogue.mechanism_audits (randomized
-response, Laplace, discrete Laplace, Gaussian, discrete Gaussian, exponential mechanism,
+For ε ∈ {0.5, 1, 2} and each mechanism of dplib.experiments.mechanism_audits.mechanism_audits
+(randomized response, Laplace, discrete Laplace, Gaussian, discrete Gaussian, exponential mechanism,
 report-noisy-max ×3, Poisson-subsampled Gaussian, DP-ICL's vote aggregation) plus the deliberately broken ones: N runs per side on a worst-case
 neighbouring pair, the best threshold event chosen on half, Clopper–Pearson 95% on the other.
 A sound mechanism FAILS if its lower bound exceeds the claim; a broken one FAILS if it is not
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from dplib.attacks.catalogue import mechanism_audits
+from dplib.experiments.mechanism_audits import mechanism_audits
 
 EPSILONS = (0.5, 1.0, 2.0)
 N = 400_000            # runs per side (half select the event, half evaluate it)

@@ -59,7 +59,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from dplib.provenance import run_provenance
-from dplib.training.benchmark_tables import SPEED_TABLE as STORE
+from dplib.experiments.dpsgd_tables import SPEED_TABLE as STORE
 from dplib.training import ghost_plan, make_cnn, make_mlp, make_transformer, noisy_gradient
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -63,7 +63,7 @@ from dplib.provenance import run_provenance
 from dplib.datasets import load_digits
 from dplib.training import (evaluate, make_cnn, make_logistic_regression, make_mlp,
                             steps_for_epochs, train)
-from dplib.training.benchmark_tables import UTILITY_TABLE as STORE
+from dplib.experiments.dpsgd_tables import UTILITY_TABLE as STORE
 from dplib.training.recipes import (AugMult, PublicKernelFeatures, PublicPCA,
                                     augmult_cross_entropy)
 

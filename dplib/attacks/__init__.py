@@ -1,10 +1,11 @@
 """Attacks on privacy and audits of DP: linkage (chapter 1); auditing (``audit_stats``: the
-bounds, ``catalogue``: audits of every mechanism, ``canary``: the DP-SGD canary audit);
-membership inference (chapter 9)."""
+bounds, ``catalogue``: the record of one mechanism's audit, ``canary``: the DP-SGD canary
+audit); membership inference (chapter 9). The catalogue of audits of every mechanism is an
+experiment: :func:`dplib.experiments.mechanism_audits.mechanism_audits`."""
 from .audit_stats import (AuditResult, audit_from_samples, clopper_pearson, epsilon_lower_bound,
                           epsilon_lower_bound_from_counts, max_certifiable_epsilon)
 from .canary import CanaryAuditResult, canary_loss, dpsgd_canary_audit, dpsgd_canary_runs
-from .catalogue import MechanismAudit, mechanism_audits
+from .catalogue import MechanismAudit
 from .ladder import RUNGS, LadderResult, adversary_ladder, ladder_runs, llr_statistic
 from .one_run import (OneRunAudit, one_run_epsilon_lower_bound, one_run_gradient_audit,
                       one_run_p_value)
@@ -13,7 +14,7 @@ from .linkage import combined_key, link_records, uniqueness_rate
 __all__ = ["combined_key", "link_records", "uniqueness_rate"]
 __all__ += ["clopper_pearson", "epsilon_lower_bound", "epsilon_lower_bound_from_counts",
             "audit_from_samples", "AuditResult", "max_certifiable_epsilon",
-            "mechanism_audits", "MechanismAudit", "dpsgd_canary_audit", "dpsgd_canary_runs",
+            "MechanismAudit", "dpsgd_canary_audit", "dpsgd_canary_runs",
             "canary_loss", "CanaryAuditResult"]
 __all__ += ["adversary_ladder", "ladder_runs", "llr_statistic", "LadderResult", "RUNGS",
             "one_run_p_value", "one_run_epsilon_lower_bound", "one_run_gradient_audit",

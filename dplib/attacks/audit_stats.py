@@ -44,9 +44,11 @@ What the functions here compute
 
 Built on these (used by tests/audit and benchmarks/, and reusable in a chapter):
 
-* :mod:`dplib.attacks.catalogue` — :func:`~dplib.attacks.catalogue.mechanism_audits`, audits of
-  every mechanism in :mod:`dplib.mechanisms` (and DP-ICL's vote aggregation), each on a
-  worst-case neighbouring pair, plus deliberately broken mechanisms the audit must refute;
+* :mod:`dplib.attacks.catalogue` — :class:`~dplib.attacks.catalogue.MechanismAudit`, one
+  mechanism's audit on a worst-case neighbouring pair; the catalogue of them for every mechanism
+  in :mod:`dplib.mechanisms` (and DP-ICL's vote aggregation), plus deliberately broken
+  mechanisms the audit must refute, is
+  :func:`dplib.experiments.mechanism_audits.mechanism_audits`;
 * :mod:`dplib.attacks.canary` — :func:`~dplib.attacks.canary.dpsgd_canary_audit`, the DP-SGD
   audit with a Dirac gradient canary over many training runs.
 

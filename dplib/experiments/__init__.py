@@ -1,10 +1,21 @@
-"""Experiment drivers: the runs behind the book's stored tables.
+"""Experiment drivers: the runs behind the book's stored tables, and their command lines.
 
 A driver builds the data, the models and the runs of one chapter's experiment from the tested
 library (:mod:`dplib.training`, :mod:`dplib.accounting`, ...) and returns plain numbers; a script
 in ``benchmarks/`` runs it at full size and stores the result with its provenance
 (:func:`dplib.provenance.run_provenance`), and the chapter loads and checks the stored table.
+The topic packages hold the science; this package holds what runs it. Importing it loads
+nothing heavy: each module imports torch (if it needs it) itself.
 
+* :mod:`dplib.experiments.dpsgd_tables` — chapter 5: the stored speed and accuracy-per-ε tables
+  of ``benchmarks/dpsgd_speed.py`` and ``benchmarks/dpsgd_utility.py``.
+* :mod:`dplib.experiments.distributed` — chapter 5: the book's DP-SGD recipe on W processes
+  (:func:`dplib.training.distributed.train_distributed`) and its command line,
+  ``torchrun --nproc_per_node=W -m dplib.experiments.distributed --data digits``.
+* :mod:`dplib.experiments.mechanism_audits` — the catalogue of audits of every mechanism in
+  :mod:`dplib.mechanisms`, and of deliberately broken ones
+  (:class:`dplib.attacks.catalogue.MechanismAudit` each), run by tests/audit and
+  ``benchmarks/audit_mechanisms.py``.
 * :mod:`dplib.experiments.finetune` — chapter 13: fine-tuning a pretrained model privately
   (from scratch, last layer, bias terms, LoRA, all weights).
 """

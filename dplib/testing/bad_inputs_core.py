@@ -14,8 +14,8 @@ __all__ = ["core_specs", "support_specs", "event_specs"]
 
 @functools.lru_cache(maxsize=1)
 def _rr_audit():
-    from dplib.attacks import catalogue
-    return catalogue.mechanism_audits(1.0, include_broken=False)[0]
+    from dplib.experiments import mechanism_audits as MA
+    return MA.mechanism_audits(1.0, include_broken=False)[0]
 
 
 def core_specs() -> list[Spec]:
@@ -26,7 +26,7 @@ def core_specs() -> list[Spec]:
     from dplib.accounting import composition as C
     from dplib.accounting import pld as P
     from dplib.attacks import audit_stats as AU
-    from dplib.attacks import catalogue as CA
+    from dplib.experiments import mechanism_audits as MA
     from dplib.attacks import linkage as L
 
     def acc_with_history(cls, **kw):
@@ -167,7 +167,7 @@ def core_specs() -> list[Spec]:
              lambda: AU.max_certifiable_epsilon,
              kwargs=dict(n=1000), params=dict(n="int1", delta="delta0",
                                               confidence="frac_open")),
-        Spec("dplib.attacks.catalogue.mechanism_audits", lambda: CA.mechanism_audits,
+        Spec("dplib.experiments.mechanism_audits.mechanism_audits", lambda: MA.mechanism_audits,
              kwargs=dict(epsilon=1.0), params=dict(epsilon=[0.0, -1.0, NAN, INF, "1", None,
                                                             25.0])),
         Spec("dplib.attacks.catalogue.MechanismAudit.run", lambda: _rr_audit().run,

@@ -301,6 +301,7 @@ def transformer_specs() -> list[Spec]:
         import torch
 
         from dplib import training as TR
+        from dplib.experiments import dpsgd_tables as DT
     except ImportError:
         return []
     lin = torch.nn.Linear(4, 2)
@@ -320,12 +321,12 @@ def transformer_specs() -> list[Spec]:
              params=dict(positions="int1", fan_in="int1", fan_out="int1")),
         Spec("dplib.training.ghost.ghost_plan", lambda: TR.ghost_plan, args=(lin, ce, x, y),
              params=dict(x=[x[:3], x.numpy(), None], model=[None, "model"])),
-        Spec("dplib.training.benchmark_tables.load_speed_table", lambda: TR.load_speed_table,
-             args=(TR.benchmark_tables.SPEED_TABLE,), params=dict(path=["/nonexistent/s.json"])),
-        Spec("dplib.training.benchmark_tables.load_utility_table",
-             lambda: TR.load_utility_table, args=(TR.benchmark_tables.UTILITY_TABLE,),
+        Spec("dplib.experiments.dpsgd_tables.load_speed_table", lambda: DT.load_speed_table,
+             args=(DT.SPEED_TABLE,), params=dict(path=["/nonexistent/s.json"])),
+        Spec("dplib.experiments.dpsgd_tables.load_utility_table",
+             lambda: DT.load_utility_table, args=(DT.UTILITY_TABLE,),
              params=dict(path=["/nonexistent/u.json"])),
-        Spec("dplib.training.benchmark_tables.utility_accuracy", lambda: TR.utility_accuracy,
+        Spec("dplib.experiments.dpsgd_tables.utility_accuracy", lambda: DT.utility_accuracy,
              args=({"results": [{"recipe": "baseline", "epsilon": 1.0, "test_accuracy_mean": 0.9,
                                  "test_accuracy_std": 0.01}]}, "baseline", 1.0),
              params=dict(table=[None, {}], recipe=["nope", None], epsilon=[2.0, "1"])),
@@ -333,10 +334,10 @@ def transformer_specs() -> list[Spec]:
                                                                   fromlist=["x"]).run_provenance,
              args=("python x.py", "."), params=dict(command=["", None, 3],
                                                      root=["/nonexistent/dir"])),
-        Spec("dplib.training.benchmark_tables.speed_ratios", lambda: TR.speed_ratios,
+        Spec("dplib.experiments.dpsgd_tables.speed_ratios", lambda: DT.speed_ratios,
              args=({"results": {"mlp": {"ms_per_step": {"non-private": 1.0}}}}, "mlp"),
              params=dict(table=[None, {}], model=["gpt", None])),
-        Spec("dplib.training.benchmark_tables.format_speed_table", lambda: TR.format_speed_table,
+        Spec("dplib.experiments.dpsgd_tables.format_speed_table", lambda: DT.format_speed_table,
              args=({"results": {}},), params=dict(table=[None, {}, "abc"])),
         Spec("dplib.training.recipes.shift_copies", lambda: TR.shift_copies,
              args=(torch.zeros(3, 64), (8, 8)),

@@ -26,10 +26,11 @@
 * :mod:`.batched` — :func:`train_models_batched`: the same engine over a stack of models
   (``torch.func.vmap``), for shadow models and audits.
 * :mod:`.distributed` — :func:`train_distributed` (DP-SGD over ``torch.distributed`` ranks: shard
-  sums all-reduced, the noise drawn once on rank 0 and broadcast) and
-  :func:`train_models_distributed` (a shadow-model stack spread over ranks).
-* :mod:`.benchmark_tables` — the stored speed and accuracy tables of ``benchmarks/dpsgd_*.py``
-  (for the book).
+  sums all-reduced, the noise drawn once on rank 0 and broadcast),
+  :func:`train_models_distributed` (a shadow-model stack spread over ranks) and
+  :func:`.distributed.launch` (W local processes in one group). The runs behind the book's
+  stored tables (chapter 5's speed and accuracy tables, the distributed recipe and its command
+  line) are in :mod:`dplib.experiments`.
 * :mod:`.recipes` — what narrows the gap to non-private training: augmentation multiplicity
   (:class:`AugMult`), parameter averaging (:class:`ExponentialAverage`, ``train(ema_decay=…)``)
   and features fit on public data (:class:`PublicPCA`, :class:`PublicKernelFeatures`).
@@ -56,7 +57,7 @@ from .._validate import shown
 # The DP-SGD modules need torch: they load on first use (PEP 562), so that
 # ``import dplib.training.erm`` (and the NumPy chapters that use it) work without torch.
 _SUBMODULES = ("ghost", "ghost_layers", "grads", "models", "trainer", "engine", "batched",
-               "distributed", "benchmark_tables", "recipes", "config", "preflight",
+               "distributed", "recipes", "config", "preflight",
                "clipped_sum", "release", "correlated", "finetune", "user_level", "not_private")
 _LAZY = {
     **dict.fromkeys(("GHOST_LAYERS", "ghost_clipped_grad_sum", "ghost_norms", "ghost_plan"),
@@ -84,8 +85,6 @@ _LAZY = {
                     "batched"),
     **dict.fromkeys(("BroadcastPrivatizer", "train_distributed", "train_models_distributed"),
                     "distributed"),
-    **dict.fromkeys(("load_speed_table", "format_speed_table", "speed_ratios",
-                     "load_utility_table", "utility_accuracy"), "benchmark_tables"),
     **dict.fromkeys(("AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA",
                      "PublicKernelFeatures", "shift_copies"), "recipes"),
 }
@@ -101,8 +100,6 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
            "check_examples_independent", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker",
            "BatchedModels", "train_models_batched", "train_models_sequential",
            "BroadcastPrivatizer", "train_distributed", "train_models_distributed",
-           "load_speed_table", "format_speed_table", "speed_ratios", "load_utility_table",
-           "utility_accuracy",
            "AugMult", "augmult_cross_entropy", "ExponentialAverage", "PublicPCA",
            "PublicKernelFeatures", "shift_copies",
            "MatrixPrivatizer", "cyclic_batches", "run_factorization", "run_groups",

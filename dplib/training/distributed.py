@@ -36,12 +36,12 @@ at rate q), no global index needed, not reproducible across world sizes.
 :func:`train_models_distributed` spreads the model stack of
 :func:`~dplib.training.batched.train_models_batched` over the ranks (model m keeps its own seed,
 so the result does not depend on W) and gathers the parameters. :func:`launch` runs a function on
-W local processes (tests, notebooks); ``torchrun --nproc_per_node=W -m dplib.training.distributed
---data digits`` runs :func:`digits_recipe` (``python -m`` without torchrun: one process).
+W local processes (tests, notebooks, benchmarks). The book's recipe on W processes and its command
+line (``torchrun --nproc_per_node=W -m dplib.experiments.distributed --data digits``) are an
+experiment: :mod:`dplib.experiments.distributed`.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import socket
@@ -69,8 +69,7 @@ from .preflight import as_tensors, check_sum_range, narrowest_dtype, preflight
 from .not_private import NotPrivate
 from .trainer import TrainResult, evaluate, make_optimizer, make_privatizer
 
-__all__ = ["BroadcastPrivatizer", "train_distributed", "train_models_distributed", "launch",
-           "digits_recipe", "main"]
+__all__ = ["BroadcastPrivatizer", "train_distributed", "train_models_distributed", "launch"]
 
 
 def _world(group: object = None) -> tuple[int, int]:
@@ -379,7 +378,7 @@ def train_models_distributed(models: Sequence[nn.Module], X: object, y: object, 
 
 
 # ---------------------------------------------------------------------------------------------
-# running on several local processes, and the command line
+# running on several local processes
 # ---------------------------------------------------------------------------------------------
 
 def _free_port() -> int:
@@ -442,70 +441,3 @@ def launch(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0,
         kind = ValueError if all(e[0] == "ValueError" for _, e in errors) else RuntimeError
         raise kind("; ".join(f"rank {r}: {e[0]}: {e[1]}" for r, e in errors))
     return [res["value"] for res in results]
-
-
-def digits_recipe(*, data: str = "digits", epochs: float = 10.0, sample_rate: float = 0.1,
-                  target_epsilon: float = 2.0, lr: float = 0.2, ghost: bool = True,
-                  seed: int | None = None, device: object = "cpu") -> dict:
-    """The book's recipes on this rank's contiguous shard of the training split: "digits" (the
-    logistic regression of chapter 5 with Poisson batches, C = 1, momentum 0.9) or "mnist" (the
-    CNN of Tramèr & Boneh 2021, C = 0.1; downloads MNIST; pass their q = 512/60000, 40 epochs,
-    ε = 3 and lr 0.5).
-    Returns ε, σ, T, test accuracy, world size and seconds (the same on every rank).
-    ``seed``: None (default) for fresh OS entropy shared by rank 0; an integer only for a
-    reproducible experiment, never for a release."""
-    from ..datasets import load_digits, load_mnist
-    from .models import make_logistic_regression, make_mnist_cnn
-    check_choice("data", data, ("digits", "mnist"))
-    rank, world = _world()
-    if data == "digits":
-        split, net = load_digits(seed=0), make_logistic_regression(64, 10)
-    else:
-        split, net = load_mnist(download=True), make_mnist_cnn(seed=0)
-    x, y = split["train"]
-    part = np.array_split(np.arange(len(y)), world)[rank]
-    t0 = time.perf_counter()
-    res = train_distributed(net, (x[part], y[part]), sample_rate=sample_rate, epochs=epochs,
-                            lr=lr, momentum=0.9, target_epsilon=target_epsilon, delta=1e-5,
-                            max_grad_norm=1.0 if data == "digits" else 0.1, ghost=ghost,
-                            seed=seed, device=device, eval_data=split["test"])
-    return {"epsilon": res.epsilon, "noise_multiplier": res.noise_multiplier,
-            "steps": res.steps, "accuracy": res.history[-1]["test_accuracy"],
-            "world_size": world, "seconds": time.perf_counter() - t0}
-
-
-def main(argv: Sequence[str] | None = None) -> dict:
-    """``[torchrun --nproc_per_node=W] python -m dplib.training.distributed --data digits``:
-    join the process group torchrun set up (gloo on CPU, nccl on GPUs; without torchrun, one
-    process), run :func:`digits_recipe`, print ε and accuracy on rank 0."""
-    ap = argparse.ArgumentParser(description="Distributed DP-SGD on the book's recipes.")
-    ap.add_argument("--data", choices=("digits", "mnist"), default="digits")
-    ap.add_argument("--epochs", type=float, default=10.0)
-    ap.add_argument("--sample-rate", type=float, default=0.1)
-    ap.add_argument("--target-epsilon", type=float, default=2.0)
-    ap.add_argument("--lr", type=float, default=0.2)
-    ap.add_argument("--seed", type=int, default=None, help="fixed seed (experiments only)")
-    ap.add_argument("--no-ghost", action="store_true", help="vmap per-example gradients")
-    a = ap.parse_args(argv)
-    started = "WORLD_SIZE" in os.environ and not dist.is_initialized()
-    cuda = torch.cuda.is_available()
-    if started:
-        dist.init_process_group("nccl" if cuda else "gloo")
-        if cuda:
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    try:
-        out = digits_recipe(data=a.data, epochs=a.epochs, sample_rate=a.sample_rate,
-                            target_epsilon=a.target_epsilon, lr=a.lr, ghost=not a.no_ghost,
-                            seed=a.seed, device="cuda" if cuda else "cpu")
-        if _world()[0] == 0:
-            print(f"{a.data}: {out['world_size']} process(es), {out['steps']} steps, "
-                  f"σ = {out['noise_multiplier']:.3f}, ε = {out['epsilon']:.3f} (δ = 1e-5), "
-                  f"test accuracy {out['accuracy']:.4f}, {out['seconds']:.1f} s")
-    finally:
-        if started:
-            dist.destroy_process_group()
-    return out
-
-
-if __name__ == "__main__":
-    main()

@@ -4,7 +4,7 @@ Every public dplib callable with a seed-like parameter (``seed``, ``*seed*``, ``
 whose default is not ``None`` must be in
 :data:`NOT_A_RELEASE` with the reason: a data split, a public data set, the attacker's own
 randomness, a timing, or a count of repetitions. A new function that trains or releases with
-``seed=0`` by default fails here (``dplib.training.distributed.digits_recipe`` once did)."""
+``seed=0`` by default fails here (``dplib.experiments.distributed.digits_recipe`` once did)."""
 import inspect
 
 import pytest
@@ -62,7 +62,7 @@ def test_no_release_has_a_public_default_seed():
 
 
 def test_distributed_recipe_draws_fresh_seeds():
-    from dplib.training.distributed import digits_recipe
+    from dplib.experiments.distributed import digits_recipe
     assert inspect.signature(digits_recipe).parameters["seed"].default is None
 
 

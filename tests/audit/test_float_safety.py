@@ -30,7 +30,7 @@ NOTE = re.compile(r"Mironov|floating.point", re.IGNORECASE)
 NOT_A_RELEASE = {
     "dplib.attacks.extraction.extract_logistic_regression":
         "the attacker's random queries, not a private release",
-    "dplib.attacks.catalogue.mechanism_audits": "test fixtures of the audits",
+    "dplib.experiments.mechanism_audits.mechanism_audits": "test fixtures of the audits",
     "dplib.features.synthetic_features": "generates synthetic data, releases nothing",
     "dplib.training.erm.synthetic_logistic": "generates synthetic data, releases nothing",
     "dplib.encoding.codebook.build_codebook":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dplib.attacks.catalogue import mechanism_audits
+from dplib.experiments.mechanism_audits import mechanism_audits
 
 N = 60_000          # runs per side (the float-Laplace audit uses fewer: its check is exact)
 AUDITS = {a.name: a for a in mechanism_audits(1.0)}

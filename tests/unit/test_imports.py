@@ -11,6 +11,10 @@ HEAVY = ("torch", "sklearn", "matplotlib.pyplot")
 @pytest.mark.parametrize("statement", ["import dplib", "import dplib.accounting",
                                        "import dplib.mechanisms", "import dplib.reporting",
                                        "import dplib.deployments", "import dplib.synthetic",
+                                       "import dplib.experiments",
+                                       "import dplib.experiments.dpsgd_tables",
+                                       "import dplib.experiments.mechanism_audits",
+                                       "import dplib.experiments.distributed",
                                        "from dplib.accounting import RDPAccountant, PLDAccountant"])
 def test_light_import(statement):
     code = f"{statement}\nimport sys\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"

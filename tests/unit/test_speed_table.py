@@ -1,11 +1,11 @@
-"""dplib.training.speed: the stored DP-SGD speed table the book quotes."""
+"""dplib.experiments.dpsgd_tables: the stored DP-SGD speed table the book quotes."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from dplib.training import format_speed_table, load_speed_table, speed_ratios
+from dplib.experiments.dpsgd_tables import format_speed_table, load_speed_table, speed_ratios
 
 METHODS = {"non-private", "dplib vmap", "dplib ghost", "vmap baseline", "opacus hooks",
            "opacus ghost"}

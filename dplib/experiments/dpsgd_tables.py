@@ -1,4 +1,4 @@
-"""The stored results of the DP-SGD benchmarks, which the book quotes: the speed table
+"""Chapter 5's stored results of the DP-SGD benchmarks, which the book quotes: the speed table
 (``benchmarks/dpsgd_speed.py --save``) and the accuracy-per-ε table
 (``benchmarks/dpsgd_utility.py --save``), each with its provenance.
 
