@@ -49,8 +49,8 @@ from .._validate import check_choice, check_int, check_positive, check_real, sho
 
 __all__ = ["METHODS", "SETTINGS", "EPSILONS", "DELTA", "DigitsTransfer", "digits_transfer",
            "pretrain_digits", "digits_model", "finetune_digits", "noise_norm", "utility_table",
-           "load_finetune_table", "table_accuracy", "text_classifier", "encode_texts",
-           "FINETUNE_TABLE"]
+           "load_finetune_table", "table_accuracy", "rank_accuracy", "text_classifier",
+           "encode_texts", "FINETUNE_TABLE"]
 
 #: The compared methods, in the order of the table.
 METHODS = ("scratch", "last_layer", "bias", "lora", "full")
@@ -144,10 +144,8 @@ def digits_model(method: str, pretrained: nn.Module, *, rank: int = 4,
     if method == "full":
         return prepare_finetune(model, "full")
     if method == "lora":              # the adapters' random A: from ``seed``, not global state
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            return prepare_finetune(model, "lora", rank=rank, target_modules=["1", "3"],
-                                    head="5")
+        return prepare_finetune(model, "lora", rank=rank, target_modules=["1", "3"], head="5",
+                                seed=seed)
     return prepare_finetune(model, method, head="5")
 
 
@@ -157,8 +155,8 @@ def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
     """Train :func:`digits_model` ``(method, pretrained)`` on ``data.private`` with DP-SGD at
     (``epsilon``, δ = :data:`DELTA`) — ``None``: the same run without noise (σ = 0, the same
     clipping at C = 1 and the same batches; ε = ∞) — with the method's :data:`SETTINGS` (``epochs`` overrides them, e.g. in quick mode),
-    and test it. Returns ``{"method", "epsilon", "accuracy", "trainable", "noise_multiplier",
-    "steps", "sample_rate", "noise_norm"}`` (``noise_norm``: :func:`noise_norm` of the run)."""
+    and test it. Returns ``{"method", "epsilon", "accuracy", "rank" (LoRA's, else None),
+    "trainable", "noise_multiplier", "steps", "sample_rate", "noise_norm"}`` (``noise_norm``: :func:`noise_norm` of the run)."""
     from ..training import evaluate, train
     from ..training.finetune import trainable_parameter_count
     method = check_choice("method", method, METHODS)
@@ -176,7 +174,7 @@ def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
     n = data.private[0].shape[0]
     sigma = float(res.noise_multiplier)
     return {"method": method, "epsilon": epsilon, "accuracy": float(evaluate(model, *data.test)),
-            "trainable": d, "noise_multiplier": sigma, "steps": int(res.steps),
+            "rank": rank if method == "lora" else None, "trainable": d, "noise_multiplier": sigma, "steps": int(res.steps),
             "sample_rate": s["sample_rate"],
             "noise_norm": noise_norm(d, sigma, 1.0, s["sample_rate"] * n)}
 
@@ -195,14 +193,18 @@ def noise_norm(trainable: int, noise_multiplier: float, max_grad_norm: float,
 
 
 def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = False,
-                  methods: tuple = METHODS) -> dict:
+                  methods: tuple = METHODS, lora_ranks: tuple = (),
+                  rank_seeds: int = 3) -> dict:
     """Every method at every ε (and without noise, ``epsilon=None``) for ``seeds`` training
     seeds 0, 1, …, on one split and one pretrained model (both seed 0). Returns ``{"rows": [...
     :func:`finetune_digits` results with their ``seed``], "public_only": the public model's
     outputs 0–4 read as the digits 5–9 on the test set (it knows none of the private classes:
     any reading of its outputs is a guess),
     "pretrained_public_accuracy", "n_public", "n_private", "n_test", "settings", "hidden",
-    "delta", "seeds", "quick"}``. ``quick``: 10 epochs instead of each method's setting."""
+    "delta", "seeds", "quick", "lora_ranks", "rank_seeds", "rank_rows"}``. ``quick``: 10 epochs
+    instead of each method's setting. ``lora_ranks``: a sweep of LoRA's rank, every rank at every
+    ε (and without noise) for ``rank_seeds`` seeds 0, 1, … (``rank_rows``; the table's own rank,
+    4, is copied from ``rows``, whose seeds are the same runs)."""
     seeds = check_int("seeds", seeds)
     if not isinstance(quick, bool):
         raise ValueError(f"quick must be True or False, got {shown(quick)}")
@@ -215,6 +217,14 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
         raise ValueError(f"methods must be a non-empty tuple from {METHODS}, got {shown(methods)}")
     for m in methods:
         check_choice("methods", m, METHODS)
+    if not isinstance(lora_ranks, (tuple, list)):
+        raise ValueError(f"lora_ranks must be a tuple of positive integers, got {shown(lora_ranks)}")
+    ranks = [check_int("lora_ranks", r) for r in lora_ranks]
+    rank_seeds = check_int("rank_seeds", rank_seeds)
+    if ranks and ("lora" not in methods or rank_seeds > seeds):
+        raise ValueError(f"rank_seeds must be at most seeds={seeds} and methods must include "
+                         f"'lora' for a rank sweep, got rank_seeds={shown(rank_seeds)}, "
+                         f"methods={shown(methods)}")
     from ..training import evaluate
     data = digits_transfer(seed=0)          # the public/private split: fixed, for the table
     base = pretrain_digits(data, seed=0)    # public digits only
@@ -224,13 +234,25 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
             for s in range(seeds):
                 r = finetune_digits(data, base, method, eps, seed=s, epochs=10 if quick else None)
                 rows.append({**r, "seed": s})
+    rank_rows = []
+    for rank in ranks:
+        for eps in [*eps_list, None]:
+            for s in range(rank_seeds):
+                if rank == 4:                 # the table's LoRA: the same runs as in ``rows``
+                    r = next(x for x in rows if x["method"] == "lora" and x["epsilon"] == eps
+                             and x["seed"] == s)
+                else:
+                    r = {**finetune_digits(data, base, "lora", eps, seed=s, rank=rank,
+                                           epochs=10 if quick else None), "seed": s}
+                rank_rows.append(r)
     with torch.no_grad():
         pub_pred = base(data.test[0]).argmax(1)
     return {"rows": rows, "public_only": float((pub_pred == data.test[1]).float().mean()),
             "pretrained_public_accuracy": float(evaluate(base, *data.public)),
             "n_public": int(data.public[0].shape[0]), "n_private": int(data.private[0].shape[0]),
             "n_test": int(data.test[0].shape[0]), "settings": SETTINGS, "hidden": list(HIDDEN),
-            "delta": DELTA, "seeds": seeds, "quick": quick}
+            "delta": DELTA, "seeds": seeds, "quick": quick, "lora_ranks": ranks,
+            "rank_seeds": rank_seeds, "rank_rows": rank_rows}
 
 
 def load_finetune_table(path: str | None = None) -> dict:
@@ -254,6 +276,22 @@ def table_accuracy(table: dict, method: str, epsilon: float | None) -> tuple[flo
            if r["method"] == method and r["epsilon"] == epsilon]
     if not acc:
         raise ValueError(f"epsilon must be one of the table's privacy levels, got {shown(epsilon)}")
+    return statistics.mean(acc), (statistics.stdev(acc) if len(acc) > 1 else 0.0)
+
+
+def rank_accuracy(table: dict, rank: int, epsilon: float | None) -> tuple[float, float]:
+    """Mean and standard deviation (over seeds, in %) of LoRA of rank ``rank`` at ``epsilon``
+    (None: without noise) in the rank sweep of ``table`` (:func:`utility_table`'s
+    ``rank_rows``)."""
+    if not isinstance(table, dict) or "rank_rows" not in table:
+        raise ValueError(f"table must be a stored fine-tuning table with a rank sweep (a dict "
+                         f"with 'rank_rows'), got {shown(table)}"[:200])
+    rank = check_int("rank", rank)
+    acc = [100 * r["accuracy"] for r in table["rank_rows"]
+           if r["rank"] == rank and r["epsilon"] == epsilon]
+    if not acc:
+        raise ValueError(f"rank and epsilon must be in the table's sweep (ranks "
+                         f"{table.get('lora_ranks')}), got rank={rank}, epsilon={shown(epsilon)}")
     return statistics.mean(acc), (statistics.stdev(acc) if len(acc) > 1 else 0.0)
 
 

@@ -15,6 +15,17 @@ FINETUNE_EXCLUDED: dict[str, str] = {
 }
 
 
+#: A minimal rank sweep: LoRA of rank 4 at ε = 1, two seeds.
+_RANK_TABLE = {"lora_ranks": [4], "rank_rows": [
+    {"method": "lora", "rank": 4, "epsilon": 1.0, "accuracy": a, "seed": s}
+    for s, a in enumerate((0.7, 0.8))]}
+
+
+def _experiments():
+    from ..experiments import finetune
+    return finetune
+
+
 def finetune_specs() -> list[Spec]:
     """One :class:`Spec` per public callable of :mod:`dplib.training.finetune`. The valid call
     of :func:`~dplib.training.finetune.prepare_finetune` uses ``mode="last_layer"``, which can
@@ -32,7 +43,13 @@ def finetune_specs() -> list[Spec]:
              params=dict(model=_NOT_A_MODEL, mode="choice", rank="int1",
                          alpha=[0.0, -1.0, NAN, INF, "1.0", [1.0]],
                          target_modules=[[], [3], "", 5, ["0"]],
-                         head=["no_such_module", [], [3], "", 5])),
+                         head=["no_such_module", [], [3], "", 5], seed="seed")),
+        Spec("dplib.experiments.finetune.rank_accuracy", lambda: _experiments().rank_accuracy,
+             args=(_RANK_TABLE, 4, 1.0),
+             params=dict(table=[None, {}, 3, {"rows": []}], rank=[0, -3, 2.5, NAN, "3", None,
+                                                                  True, 8],
+                         epsilon=[2.0, -1.0, NAN, "1.0"]),
+             names=dict(epsilon="epsilon", rank="rank")),
         Spec("dplib.training.finetune.trainable_parameter_count",
              lambda: FT.trainable_parameter_count, args=(model,),
              params=dict(model=_NOT_A_MODEL)),

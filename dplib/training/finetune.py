@@ -38,6 +38,7 @@ dplib`` stays light).
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 from typing import Iterable
 
@@ -119,7 +120,7 @@ def _lora_targets(model: nn.Module, exclude: list[str]) -> list[str]:
 
 def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float | None = None,
                      target_modules: str | list[str] | None = None,
-                     head: str | list[str] | None = None) -> nn.Module:
+                     head: str | list[str] | None = None, seed: int | None = None) -> nn.Module:
     """Freeze ``model`` so that only the parameters of fine-tuning recipe ``mode`` train.
 
     ``mode`` (module docstring): ``"full"`` (every parameter), ``"last_layer"`` (the ``head``
@@ -136,6 +137,15 @@ def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float
     architecture (GPT-2: the attention's ``c_attn``), else every linear layer (``nn.Linear``, or
     a GPT-2's Conv1D inside a wrapper) outside the head.
     ``alpha`` (``"lora"`` only): None means α = r (scaling 1).
+    ``seed`` (``"lora"`` only): the adapters' random initialisation — peft's default: the
+    up-projection B = 0, so training starts at the pretrained model (Hu et al. 2022, §4.1), and
+    the down-projection A drawn as ``nn.Linear``'s default weights (Kaiming-uniform with a = √5,
+    as Microsoft's loralib does); an embedding's adapter the other way round — redrawn
+    from a local ``torch.Generator`` seeded with ``seed``, in the order of
+    ``model.named_modules()``; None draws a fresh seed from the operating system. Torch's global
+    generator is neither read nor advanced by these draws (peft's own draws at injection are
+    made inside :func:`torch.random.fork_rng` and then replaced). The initialisation does not
+    depend on the data, so it costs no privacy; the seed only makes a run reproducible.
 
     Modes other than ``"lora"`` set ``requires_grad`` in place and return ``model`` itself;
     ``"lora"`` injects the adapters into ``model`` in place and returns the
@@ -147,13 +157,15 @@ def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float
     model = _check_model(model)
     mode = check_choice("mode", mode, MODES)
     rank = check_int("rank", rank)
+    if seed is not None:
+        seed = check_int("seed", seed, low=0)
     if alpha is not None:
         alpha = check_positive("alpha", alpha)
     modules = dict(model.named_modules())
     heads = _names("head", head, allowed=[n for n in modules if n], what="modules")
     targets = _names("target_modules", target_modules)
     if mode != "lora":
-        for name, value in (("alpha", alpha), ("target_modules", targets)):
+        for name, value in (("alpha", alpha), ("target_modules", targets), ("seed", seed)):
             if value is not None:
                 raise ValueError(f"{name} applies to mode='lora' only, got {name}="
                                  f"{shown(value)} with mode={shown(mode)}")
@@ -165,7 +177,7 @@ def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float
             p.requires_grad_(True)
         return model
     if mode == "lora":
-        return _lora(model, rank, rank if alpha is None else alpha, targets, heads or [])
+        return _lora(model, rank, rank if alpha is None else alpha, targets, heads or [], seed)
     if mode == "last_layer" and heads is None:
         heads = [_default_head(model)]
     for p in model.parameters():
@@ -184,7 +196,7 @@ def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float
 
 
 def _lora(model: nn.Module, rank: int, alpha: float, targets: list[str] | None,
-          heads: list[str]) -> nn.Module:
+          heads: list[str], seed: int | None) -> nn.Module:
     """``model`` with LoRA adapters injected by ``peft`` (module docstring)."""
     try:
         import peft
@@ -201,11 +213,38 @@ def _lora(model: nn.Module, rank: int, alpha: float, targets: list[str] | None,
         for message in _QUIET:
             warnings.filterwarnings("ignore", message=message)
         try:
-            wrapped = peft.get_peft_model(model, lora)
+            with torch.random.fork_rng(devices=[]):      # peft's draws leave no trace
+                wrapped = peft.get_peft_model(model, lora)
         except ValueError as exc:
             raise ValueError(f"peft cannot adapt target_modules={shown(targets)} of this model "
                              f"({exc})"[:500]) from exc
+    _init_adapters(wrapped, seed)
     return wrapped
+
+
+def _init_adapters(model: nn.Module, seed: int | None) -> None:
+    """Redraw every LoRA adapter of ``model`` as peft's default initialisation does (B = 0 as in
+    Hu et al. 2022, §4.1): a linear layer's A (``lora_A``) Kaiming-uniform with a = √5, its B zero; an
+    embedding's A zero and B standard normal — from one local generator seeded with ``seed``
+    (None: a fresh seed), in the order of ``named_modules()`` (a loop over layers, not examples).
+    Drawn on the CPU in float32 and copied in, so the values do not depend on the device."""
+    gen = torch.Generator()
+    if seed is None:
+        gen.seed()                                    # fresh entropy from the OS
+    else:
+        gen.manual_seed(seed)
+    with torch.no_grad():
+        for _, module in model.named_modules():
+            for name in sorted(getattr(module, "lora_A", {}) or {}):
+                w = module.lora_A[name].weight
+                fresh = torch.empty(w.shape, dtype=torch.float32)
+                nn.init.kaiming_uniform_(fresh, a=math.sqrt(5), generator=gen)
+                w.copy_(fresh)
+                module.lora_B[name].weight.zero_()
+            for name in sorted(getattr(module, "lora_embedding_A", {}) or {}):
+                module.lora_embedding_A[name].zero_()
+                b = module.lora_embedding_B[name]
+                b.copy_(torch.randn(b.shape, generator=gen, dtype=torch.float32))
 
 
 def trainable_parameter_count(model: nn.Module) -> int:

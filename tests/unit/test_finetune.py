@@ -51,7 +51,8 @@ def weighted_lm_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def lora_gpt2(base, rank=4, seed=0):
     """A LoRA-adapted copy of the tiny GPT-2 as a logits module, its B matrices drawn at random
     (peft initialises B = 0, which would make every A-gradient zero and the test weaker)."""
-    model = LogitsOnly(prepare_finetune(copy.deepcopy(base), "lora", rank=rank)).train()
+    model = LogitsOnly(prepare_finetune(copy.deepcopy(base), "lora", rank=rank,
+                                        seed=seed)).train()
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -328,3 +329,45 @@ def test_a_classifier_on_the_gpt2_body_by_ghost_equals_the_loop(gpt2, mode):
     assert_same_sum(got, want, rtol=1e-3)
     train(model, (x, y), sample_rate=0.5, lr=0.1, steps=1, noise_multiplier=1.0, ghost=True,
           seed=2)
+
+
+def _lora_mlp(seed):
+    torch.manual_seed(7)                      # the base weights only
+    base = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
+                         nn.Linear(16, 3))
+    return prepare_finetune(base, "lora", rank=3, target_modules=["0", "2"], head="4", seed=seed)
+
+
+def _adapters(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items() if "lora_" in k}
+
+
+def test_lora_seed_fixes_the_adapters_and_leaves_the_global_generator_alone():
+    a, b, c = _adapters(_lora_mlp(5)), _adapters(_lora_mlp(5)), _adapters(_lora_mlp(6))
+    assert sorted(a) == sorted(b) and len(a) == 4
+    assert all(torch.equal(a[k], b[k]) for k in a)                       # same seed, same init
+    assert any(not torch.equal(a[k], c[k]) for k in a if "lora_A" in k)   # another seed differs
+    assert all(bool((v == 0).all()) for k, v in a.items() if "lora_B" in k)   # B = 0
+    # A as nn.Linear's default: Kaiming-uniform with a = √5, bound 1/√fan_in
+    for k, v in a.items():
+        if "lora_A" in k:
+            assert float(v.abs().max()) <= 1 / math.sqrt(v.shape[1]) + 1e-7
+            assert float(v.std()) > 0.25 / math.sqrt(v.shape[1])
+    # the global generator is neither read nor advanced by the adapters' draws
+    torch.manual_seed(7)
+    base = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
+                         nn.Linear(16, 3))
+    state = torch.random.get_rng_state()
+    prepare_finetune(base, "lora", rank=3, target_modules=["0", "2"], seed=1)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_lora_seed_none_is_fresh_and_seed_needs_lora():
+    torch.manual_seed(0)
+    x = _adapters(_lora_mlp(None))
+    y = _adapters(_lora_mlp(None))            # the same global state: still other adapters
+    assert any(not torch.equal(x[k], y[k]) for k in x if "lora_A" in k)
+    with pytest.raises(ValueError, match="seed"):
+        prepare_finetune(nn.Sequential(nn.Linear(2, 2)), "full", seed=1)
+    with pytest.raises(ValueError, match="seed"):
+        prepare_finetune(nn.Sequential(nn.Linear(2, 2)), "lora", seed=-1)

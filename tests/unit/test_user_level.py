@@ -283,3 +283,81 @@ def test_the_user_audit_finds_writers_in_a_non_private_model_and_reports_group_n
     acc = make_accountant("rdp").compose(dpsgd_event(1.0, 0.5, 25))
     assert user.epsilon == pytest.approx(acc.get_epsilon(1e-5)) and user.group is None
     assert 0.0 <= user.audit.epsilon_lower <= user.epsilon
+
+
+def _grid_min(eps_fn, k, delta, log10_grid):
+    """min of k·ε(δ') over the feasible δ' of a grid of log10 δ' (numpy, the lemma's formula
+    written out again), and the index of the largest feasible point (-1: none)."""
+    dp = np.minimum(10.0 ** np.asarray(log10_grid), delta)
+    es = np.maximum(np.asarray([eps_fn(float(x)) for x in dp], dtype=float), 1e-300)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dk = dp * np.expm1(k * es) / np.expm1(es)
+    ok = np.isfinite(es) & (dk <= delta)
+    if not ok.any():
+        return math.inf, -1
+    return float((k * es[ok]).min()), int(np.flatnonzero(ok)[-1])
+
+
+def _zcdp_eps(rho):
+    # the Gaussian mechanism's RDP curve αρ converted at the best order: ε = ρ + 2√(ρ log(1/δ))
+    # (Bun & Steinke 2016, Prop. 1.3): a cheap ε(δ') to scan 20,000 values of δ' quickly
+    return lambda d: rho + 2 * math.sqrt(rho * math.log(1 / d))
+
+
+@pytest.mark.parametrize("rho,k,delta", [(0.05, 2, 1e-5), (0.02, 5, 1e-6), (0.5, 3, 1e-5),
+                                         (0.005, 10, 1e-8)])
+def test_group_epsilon_equals_a_20000_point_grid_minimum_and_beats_the_200_point_grid(
+        rho, k, delta):
+    f = _zcdp_eps(rho)
+    v = group_epsilon(f, k, delta)
+    coarse, _ = _grid_min(f, k, delta, np.linspace(-300, math.log10(delta), 200))
+    fine, i = _grid_min(f, k, delta, np.linspace(-300, math.log10(delta), 20_000))
+    assert math.isfinite(v) and v <= coarse and v <= fine * (1 + 1e-12)
+    # zoom: 20,000 points between the fine grid's last feasible point and the next one
+    u = np.linspace(-300, math.log10(delta), 20_000)
+    zoom, _ = _grid_min(f, k, delta, np.linspace(u[i], u[i + 1], 20_000))
+    assert v == pytest.approx(zoom, rel=1e-6) and v <= zoom * (1 + 1e-12)
+    assert coarse > v * (1 + 1e-4)                 # the 200-point grid was visibly worse
+
+
+def test_group_epsilon_of_a_dpsgd_run_is_below_the_grids_and_at_the_feasibility_boundary():
+    acc = make_accountant("rdp").compose(dpsgd_event(1.0, 0.01, 2000))
+    for k in (2, 5):
+        v = group_epsilon(acc.get_epsilon, k, 1e-5)
+        coarse, _ = _grid_min(acc.get_epsilon, k, 1e-5, np.linspace(-300, -5, 200))
+        fine, i = _grid_min(acc.get_epsilon, k, 1e-5, np.linspace(-300, -5, 2_000))
+        assert v <= coarse and v <= fine * (1 + 1e-12)
+        u = np.linspace(-300, -5, 2_000)
+        zoom, _ = _grid_min(acc.get_epsilon, k, 1e-5, np.linspace(u[i], u[i + 1], 400))
+        assert v == pytest.approx(zoom, rel=1e-4) and v <= zoom * (1 + 1e-12)
+        # at the optimum the group δ is (nearly) exactly δ: the constraint is active
+        e = v / k
+        dp = acc.get_delta(e)
+        assert group_privacy(e, dp, k)[1] == pytest.approx(1e-5, rel=1e-3)
+
+
+def test_group_privacy_formula_independently():
+    """The lemma's δ term two other ways: the chain recursion δ_{j+1} = e^ε δ_j + δ over k
+    neighbours (Dwork & Roth 2014, proof of Thm 2.2 with δ), and a true bound on the Gaussian
+    mechanism, whose exact privacy profile is known (Balle & Wang 2018, Thm 8): a group of k
+    records is one record of sensitivity k, so δ_{k/σ}(kε) ≤ δ_{1/σ}(ε)·Σ_{j<k} e^{jε}."""
+    from scipy.stats import norm
+
+    for eps, dlt, k in [(0.3, 1e-6, 2), (1.0, 1e-5, 7), (2.5, 1e-9, 4)]:
+        dj = dlt
+        for _ in range(k - 1):
+            dj = math.exp(eps) * dj + dlt
+        ek, dk = group_privacy(eps, dlt, k)
+        assert ek == k * eps and dk == pytest.approx(dj, rel=1e-12)
+
+    def gauss_delta(mu, e):                      # mu = sensitivity / σ
+        return norm.cdf(mu / 2 - e / mu) - math.exp(e) * norm.cdf(-mu / 2 - e / mu)
+
+    for sigma in (0.8, 2.0, 5.0):
+        for k in (2, 3, 6):
+            for eps in (0.1, 0.5, 1.0, 2.0):
+                exact = gauss_delta(k / sigma, k * eps)
+                lemma = group_privacy(eps, gauss_delta(1 / sigma, eps), k)[1]
+                assert exact <= lemma * (1 + 1e-9)
+    # and it is not loose by an arbitrary amount: for k = 2, small ε, the two are comparable
+    assert gauss_delta(2 / 5.0, 0.2) > 0.05 * group_privacy(0.1, gauss_delta(1 / 5.0, 0.1), 2)[1]
