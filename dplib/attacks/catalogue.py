@@ -6,8 +6,8 @@ neighbouring inputs and audits the outputs with
 al. 2021); ``broken=True`` marks a mechanism with a deliberate bug, which a sound audit must
 refute. The catalogue of audits of every mechanism in :mod:`dplib.mechanisms` is an experiment:
 :func:`dplib.experiments.mechanism_audits.mechanism_audits` (run by tests/audit and
-benchmarks/audit_mechanisms.py); :mod:`dplib.selection.median_audits` and
-:mod:`dplib.selection.svt_audits` build audits of the same kind.
+benchmarks/audit_mechanisms.py); :mod:`dplib.experiments.median_audits` and
+:mod:`dplib.experiments.svt_audits` build audits of the same kind.
 """
 from __future__ import annotations
 

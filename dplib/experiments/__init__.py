@@ -16,6 +16,9 @@ nothing heavy: each module imports torch (if it needs it) itself.
   :mod:`dplib.mechanisms`, and of deliberately broken ones
   (:class:`dplib.attacks.catalogue.MechanismAudit` each), run by tests/audit and
   ``benchmarks/audit_mechanisms.py``.
+* :mod:`dplib.experiments.svt_audits`, :mod:`dplib.experiments.median_audits` — chapter 12:
+  the audits that refute the broken sparse-vector variants and the local-sensitivity median
+  (:mod:`dplib.selection` holds the algorithms).
 * :mod:`dplib.experiments.finetune` — chapter 13: fine-tuning a pretrained model privately
   (from scratch, last layer, bias terms, LoRA, all weights).
 """

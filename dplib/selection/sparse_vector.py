@@ -30,7 +30,7 @@ Table 1; each claimed ε-DP; ε₁ is the threshold's share of ε):
 * ``"chen"`` — Algorithm 6 (Chen et al. 2015): ρ ~ Lap(2Δ/ε), ν_i ~ Lap(2Δ/ε), no limit on the
   number of ⊤. No finite ε.
 
-:mod:`dplib.selection.svt_audits` refutes each broken claim with the book's audit
+:mod:`dplib.experiments.svt_audits` refutes each broken claim with the book's audit
 (:mod:`dplib.attacks.audit_stats`) and fails to refute the correct ones.
 
 Ties: a_i + ν_i = T + ρ counts as ⊤ (the ≥ of Dwork & Roth, Alg. 1); with continuous noise it

@@ -29,6 +29,7 @@ def selection_specs() -> list[Spec]:
     import numpy as np
 
     from .. import selection as S
+    from ..experiments import median_audits as MA, svt_audits as SA
     from ..accounting import GaussianEvent
 
     data = [1.0, 2.0, 4.0, 7.0, 9.0]
@@ -50,9 +51,9 @@ def selection_specs() -> list[Spec]:
                          runs="int1", sensitivity="pos", variant="choice", rng="release_rng")),
         Spec("dplib.selection.sparse_vector.release_rng", lambda: S.release_rng,
              kwargs=dict(rng=0), params=dict(rng="release_rng")),
-        Spec("dplib.selection.svt_audits.svt_audits", lambda: S.svt_audits,
+        Spec("dplib.experiments.svt_audits.svt_audits", lambda: SA.svt_audits,
              kwargs=dict(epsilon=1.0), params=dict(epsilon="pos")),
-        Spec("dplib.selection.svt_audits.svt_audit_table", lambda: S.svt_audit_table,
+        Spec("dplib.experiments.svt_audits.svt_audit_table", lambda: SA.svt_audit_table,
              kwargs=dict(epsilon=1.0, n=100, n_values=100, rng=0),
              params=dict(epsilon="pos", n="int1", n_values="int1", rng="rng",
                          confidence="frac_open")),
@@ -76,10 +77,11 @@ def selection_specs() -> list[Spec]:
              kwargs=dict(x=data, epsilon=1.0, delta=1e-5, bound=1.0, rng=0, **bounds),
              params=dict(x=_X, epsilon="pos", delta="delta", bound="pos", lower="real",
                          upper="real", size=_SIZE, rng="release_rng")),
-        Spec("dplib.selection.median_audits.median_audits", lambda: S.median_audits,
+        Spec("dplib.experiments.median_audits.median_audits", lambda: MA.median_audits,
              kwargs=dict(epsilon=1.0, delta=1e-3),
              params=dict(epsilon="pos", delta=[0.0, 0.5, -0.1, NAN, "1e-3", None])),
-        Spec("dplib.selection.median_audits.median_audit_table", lambda: S.median_audit_table,
+        Spec("dplib.experiments.median_audits.median_audit_table",
+             lambda: MA.median_audit_table,
              kwargs=dict(epsilon=1.0, delta=1e-3, n=100, rng=0),
              params=dict(epsilon="pos", delta=[0.0, 0.5, -0.1, NAN, "1e-3", None], n="int1",
                          rng="rng", confidence="frac_open")),

@@ -132,7 +132,7 @@ def test_sample_and_aggregate_mean_and_non_finite_blocks():
 
 
 def test_local_sensitivity_noise_refuted_smooth_and_ptr_not():
-    from dplib.selection import median_audit_table
+    from dplib.experiments.median_audits import median_audit_table
     rows = {r["name"]: r for r in median_audit_table(1.0, 1e-3, n=20_000, rng=0)}
     broken = [r for r in rows.values() if r["broken"]]
     assert len(broken) == 1 and broken[0]["refuted"] and broken[0]["epsilon_lower"] > 5

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dplib.selection import (SVT_VARIANTS, above_threshold, sparse_vector, svt_audit_table,
-                             svt_error_rates)
+from dplib.experiments.svt_audits import svt_audit_table
+from dplib.selection import SVT_VARIANTS, above_threshold, sparse_vector, svt_error_rates
 
 
 def _lap_cdf(x, b):

@@ -1,6 +1,7 @@
-"""Audits of the sparse vector technique: every broken variant refuted, the correct ones not.
+"""Chapter 12's audits of the sparse vector technique: every broken variant refuted, the correct
+ones not (the variants themselves are :mod:`dplib.selection.sparse_vector`).
 
-Each audit is a :class:`~dplib.attacks.catalogue.MechanismAudit` (the catalogue of chapter 9):
+Each audit is a :class:`~dplib.attacks.catalogue.MechanismAudit`:
 the variant runs n times on a fixed pair of neighbouring query-answer vectors, a scalar
 statistic of each run's output goes to :func:`~dplib.attacks.audit_stats.audit_from_samples`,
 which returns a lower bound on ε valid with the chosen confidence (Jagielski, Ullman & Oprea
@@ -30,7 +31,7 @@ import numpy as np
 
 from .._validate import as_generator, check_int, check_probability, check_real
 from ..attacks.catalogue import MechanismAudit
-from .sparse_vector import SVT_VARIANTS, sparse_vector
+from ..selection.sparse_vector import SVT_VARIANTS, sparse_vector
 
 __all__ = ["svt_audits", "svt_audit_table"]
 

@@ -1,15 +1,16 @@
-"""Audits of the median releases: noise scaled to the *local* sensitivity refuted, smooth
-sensitivity and propose-test-release not.
+"""Chapter 12's audits of the median releases: noise scaled to the *local* sensitivity refuted,
+smooth sensitivity and propose-test-release not.
 
 The pair (replace-one, data in [0, 10], n = 5): D = (0, 0, 0, 0, 10) and D' = (0, 0, 0, 10, 10).
 Both have median 0. On D the local sensitivity of the median is 0 (its two neighbours in sorted
 order equal it); on D' it is 10. So "median + Lap(LS(x)/ε)" — the tempting release that NRS07
 (§1.2) warn against — outputs exactly 0 on D and a continuous value on D': the event
 {output = 0} has probability 1 against 0, and no finite ε holds. The same pair is given to
-:func:`~.smooth_sensitivity.smooth_median` (ε-DP with Cauchy noise; (ε, δ) with Laplace) and
-:func:`~.ptr.ptr_median` ((2ε, δ)-DP; ⊥ is mapped to −10⁶), whose claims must survive. Audits as
-in chapter 9 (:class:`~dplib.attacks.catalogue.MechanismAudit`): lower bounds on ε at 95%
-confidence from held-out runs (Jagielski, Ullman & Oprea 2020; Nasr et al. 2021).
+:func:`~dplib.selection.smooth_sensitivity.smooth_median` (ε-DP with Cauchy noise; (ε, δ) with
+Laplace) and :func:`~dplib.selection.ptr.ptr_median` ((2ε, δ)-DP; ⊥ is mapped to −10⁶), whose
+claims must survive. Audits as in :mod:`dplib.experiments.mechanism_audits`
+(:class:`~dplib.attacks.catalogue.MechanismAudit`): lower bounds on ε at 95% confidence from
+held-out runs (Jagielski, Ullman & Oprea 2020; Nasr et al. 2021).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ import numpy as np
 
 from .._validate import as_generator, check_int, check_probability, check_real
 from ..attacks.catalogue import MechanismAudit
-from .ptr import ptr_median
-from .smooth_sensitivity import median_sensitivity_at_distance, smooth_median
+from ..selection.ptr import ptr_median
+from ..selection.smooth_sensitivity import median_sensitivity_at_distance, smooth_median
 
 __all__ = ["median_audits", "median_audit_table"]
 
