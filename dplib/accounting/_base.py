@@ -17,60 +17,29 @@ import copy
 
 import numpy as np
 
-from .._validate import check_choice, check_int, check_probability, check_real, shown
-from .events import (NOISE_MULTIPLIER_RANGE, DpEvent, SelfComposedEvent, Step,
-                     check_noise_multiplier, dpsgd_event, flatten)
+from .._constraints import constrained, same_as
+from .._validate import shown
+from ._params import (COUNT, DELTA, EPSILON, MAX_ORDER, NEIGHBORING, NEIGHBORINGS,
+                      NOISE_MULTIPLIER_RANGE, SAMPLING, SAMPLINGS, check_orders)
+from .events import (EVENT, DpEvent, SelfComposedEvent, Step, check_noise_multiplier,
+                     dpsgd_event, flatten)
 
 __all__ = ["Accountant", "NOISE_MULTIPLIER_RANGE", "check_noise_multiplier", "check_delta",
            "check_epsilon", "check_orders", "by_order_blocks", "MAX_ORDER", "SAMPLINGS",
            "NEIGHBORINGS"]
 
-#: The samplers and neighbouring relations the accountants understand.
-SAMPLINGS = ("poisson", "without_replacement")
-NEIGHBORINGS = ("add_remove", "replace_one")
-
-
 def check_delta(delta: object) -> float:
-    """δ ∈ (0, 1)."""
-    return check_probability("delta", delta, low_open=True, high_open=True)
+    """δ ∈ (0, 1) (the declaration :data:`~dplib.accounting._params.DELTA`)."""
+    return DELTA.check("delta", delta)
 
 
 def check_epsilon(epsilon: object) -> float:
-    """ε ≥ 0 (ε = 0 is a legitimate question: how far is the mechanism from perfect privacy?)."""
-    return check_real("epsilon", epsilon, low=0.0, low_open=False)
+    """ε ≥ 0 (the declaration :data:`~dplib.accounting._params.EPSILON`)."""
+    return EPSILON.check("epsilon", epsilon)
 
 
-#: Largest Rényi order of the subsampled-Gaussian RDP (:class:`~dplib.accounting.RDPAccountant`,
-#: :func:`~dplib.accounting.subsampled_gaussian_rdp`, :func:`~dplib.accounting.wor_gaussian_rdp`).
-#: Their integer-order sums (MTZ 2019, §3.3; WBK 2019, Thm 27) have one term per integer up to α:
-#: α = 1e6 takes ~0.5 s and ~0.2 GB (measured), α = 1e300 cannot be allocated. The cap costs little:
-#: RDP is nondecreasing in α (van Erven & Harremoës 2014, Thm 3), so converting at α = 1e6
-#: (Mironov 2017, Prop. 3: ε ≤ r(α) + log(1/δ)/(α − 1)) gives at most log(1/δ)/(1e6 − 1) more than
-#: any larger order could: 1.2e-5 at δ = 1e-5.
-MAX_ORDER = 1e6
 #: Orders × terms per block of those sums (~30 bytes each): memory stays ~0.1 GB per block.
 _ORDER_BLOCK = 1 << 22
-
-
-def check_orders(orders: object, *, high: float = np.inf) -> np.ndarray:
-    """Orders α: a scalar or 1-D array of finite reals, all in (1, ``high``]."""
-    allowed = "(1, inf)" if high == np.inf else f"(1, {high:g}]"
-    try:
-        arr = (np.asarray(orders, dtype=float) if not isinstance(orders, bool)
-               else np.asarray(np.nan))
-    except (TypeError, ValueError):
-        raise ValueError(f"orders must be a scalar or non-empty 1-D array of reals in {allowed}, "
-                         f"got {shown(orders)}") from None
-    if arr.ndim > 1 or arr.size == 0:
-        raise ValueError(f"orders must be a scalar or non-empty 1-D array of reals in {allowed}, "
-                         f"got {shown(orders)}")
-    arr = np.atleast_1d(arr)
-    bad = ~np.isfinite(arr) | (arr <= 1) | (arr > high)
-    if bad.any():
-        why = (" (the subsampled-Gaussian RDP sums one term per integer up to the order; see "
-               "dplib.accounting._base.MAX_ORDER)" if high == MAX_ORDER else "")
-        raise ValueError(f"orders must be in {allowed}, got {shown(float(arr[bad][0]))}{why}")
-    return arr
 
 
 def by_order_blocks(alpha: np.ndarray, fn) -> np.ndarray:
@@ -102,18 +71,20 @@ class Accountant(abc.ABC):
     (:mod:`.registry`). Everything else — :meth:`supports`, :meth:`epsilon_after`, calibration,
     the trainers' ε tracking — works through these."""
 
+    @constrained(neighboring=NEIGHBORING, sampling=SAMPLING)
     def __init__(self, *, neighboring: str = "add_remove", sampling: str = "poisson") -> None:
-        self.neighboring = check_choice("neighboring", neighboring, NEIGHBORINGS)
-        self.sampling = check_choice("sampling", sampling, SAMPLINGS)
+        self.neighboring = neighboring
+        self.sampling = sampling
         self.history: list[Step] = []
         self.events: list[DpEvent] = []
 
+    @constrained(event=EVENT, count=COUNT)
     def compose(self, event: DpEvent, count: int = 1) -> "Accountant":
         """Record ``event`` (run ``count`` times); returns ``self`` so that calls chain.
 
         Raises ``ValueError`` before recording anything if a part of the event cannot be bounded
         by this accountant under its neighbouring relation."""
-        if check_int("count", count, low=1) != 1:
+        if count != 1:
             event = SelfComposedEvent(event, count)
         leaves = list(flatten(event))
         for leaf in leaves:
@@ -130,6 +101,7 @@ class Accountant(abc.ABC):
         self._invalidate()
         return self
 
+    @constrained(**same_as(dpsgd_event, "noise_multiplier", "sample_rate", "num_steps"))
     def step(self, *, noise_multiplier: float, sample_rate: float,
              num_steps: int = 1) -> "Accountant":
         """Record ``num_steps`` DP-SGD steps: Gaussian noise with multiplier σ (noise std /
@@ -159,6 +131,7 @@ class Accountant(abc.ABC):
             return False
         return True
 
+    @constrained(event=EVENT, count=COUNT, delta=DELTA)
     def epsilon_after(self, event: DpEvent, count: int, delta: float) -> float:
         """ε at ``delta`` if ``event`` were composed ``count`` more times; this accountant is
         left unchanged. Default: compose on a copy. Rényi accountants answer from one curve

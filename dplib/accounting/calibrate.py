@@ -19,8 +19,10 @@ from typing import Callable
 
 from scipy.optimize import brentq
 
-from .._validate import check_int, check_positive, check_probability, check_real, shown
-from ._base import Accountant, check_delta
+from .._constraints import IsCallable, constrained
+from .._validate import check_real, shown
+from ._base import Accountant
+from ._params import COUNT, DELTA, NEIGHBORING, POSITIVE, RTOL, SAMPLE_RATE, SAMPLING
 from .events import DpEvent, dpsgd_event
 from .pld import PLDAccountant
 from .registry import accountant_class
@@ -49,6 +51,7 @@ def _safe_log_root(excess: Callable[[float], float], lo: float, hi: float, *,
     return s
 
 
+@constrained(excess=IsCallable("a function of the scale"), lo=POSITIVE, hi=POSITIVE, rtol=RTOL)
 def safe_log_root(excess: Callable[[float], float], lo: float, hi: float, *, rtol: float,
                   floor: float = 0.0, ceiling: float = math.inf,
                   too_large: str = "no scale up to the ceiling meets the target") -> float:
@@ -59,11 +62,7 @@ def safe_log_root(excess: Callable[[float], float], lo: float, hi: float, *, rto
     until excess(lo) > 0 ≥ excess(hi), then solves by :func:`_safe_log_root`. Returns ``floor``
     when even the floor meets the target; raises ``ValueError(too_large)`` when the ceiling
     does not."""
-    if not callable(excess):
-        raise ValueError(f"excess must be a function of the scale, got {shown(excess)}")
-    rtol = check_real("rtol", rtol, low=0.0, high=1.0)
-    lo, hi = check_positive("lo", lo), check_positive("hi", hi)
-    if math.isinf(lo) or math.isinf(hi) or lo > hi:
+    if lo > hi:      # lo, hi > 0 and finite: declared; their order is a relation
         raise ValueError(f"lo and hi must be finite with 0 < lo <= hi, got lo={shown(lo)}, "
                          f"hi={shown(hi)}")
     floor = check_real("floor", floor, low=0.0, high=lo, low_open=False, high_open=False)
@@ -207,6 +206,8 @@ def _too_large(eps_t: float, d: float, ceiling: float, name: str) -> str:
             f"target_epsilon is the ε reached at {name} = {ceiling:g} or more")
 
 
+@constrained(event_of=IsCallable("a function from a scale to a DpEvent"),
+             target_epsilon=POSITIVE, delta=DELTA, rtol=RTOL)
 def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta: float, *,
               accountant: object = "rdp", rtol: float = 1e-4, guess: tuple[float, float] =
               (0.5, 2.0), floor: float = _SIGMA_MIN, ceiling: float = _SIGMA_MAX,
@@ -226,12 +227,7 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     >>> round(s, 2)
     12.79
     """
-    if not callable(event_of):
-        raise ValueError(f"event_of must be a function from a scale to a DpEvent, got "
-                         f"{shown(event_of)}")
-    eps_t = check_positive("target_epsilon", target_epsilon)
-    d = check_delta(delta)
-    tol = check_probability("rtol", rtol, low_open=True, high_open=True)
+    eps_t, d, tol = target_epsilon, delta, rtol        # declared (checked on the call)
     make = _factory(accountant, options)
     if isinstance(accountant, str):        # the accountant's own faster search, if it has one
         fast = accountant_class(accountant).calibration_shortcut(
@@ -274,6 +270,9 @@ def pld_warm_start(event_of: Callable[[float], DpEvent], eps_t: float, d: float,
     return _pld_sigma(eps_t, d, event_of, options, u_r, rtol)
 
 
+@constrained(target_epsilon=POSITIVE, delta=DELTA, sample_rate=SAMPLE_RATE, num_steps=COUNT,
+             rtol=RTOL, value_discretization_interval=POSITIVE, neighboring=NEIGHBORING,
+             sampling=SAMPLING)
 def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num_steps: int,
                     accountant: str = "rdp", *, rtol: float = 1e-4,
                     value_discretization_interval: float = 1e-3,
@@ -295,17 +294,13 @@ def calibrate_noise(target_epsilon: float, delta: float, sample_rate: float, num
     to meet the target, and σ/(1 + rtol) to miss it (up to the accountant's own jitter at tiny δ,
     see :func:`_pld_sigma`).
     """
-    eps_t = check_positive("target_epsilon", target_epsilon)
-    d = check_delta(delta)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    steps = check_int("num_steps", num_steps)
+    eps_t, d, q, steps = target_epsilon, delta, sample_rate, num_steps     # declared
+    # the registry grows at run time (register_accountant), so its names are checked here
     cls = accountant_class(accountant) if isinstance(accountant, str) else None
     if cls is None:
         raise ValueError(f"accountant must be a registered name, got {shown(accountant)}")
-    h = check_positive("value_discretization_interval", value_discretization_interval)
     options: dict = {"neighboring": neighboring}
     if "value_discretization_interval" in inspect.signature(cls).parameters:
-        options["value_discretization_interval"] = h      # a grid accountant's resolution
-    dpsgd_event(1.0, q, steps, sampling=sampling)          # validates sampling
+        options["value_discretization_interval"] = value_discretization_interval
     return calibrate(lambda s: dpsgd_event(s, q, steps, sampling=sampling), eps_t, d,
                      accountant=accountant, rtol=rtol, name="noise_multiplier", **options)

@@ -19,28 +19,24 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validate import check_choice, check_int, check_probability, check_real, shown
+from .._constraints import Options, RealArray, constrained
+from .._validate import shown
+from ._params import COUNT, DELTA, DELTA0, EPSILON, POSITIVE
 
 __all__ = ["basic_composition", "advanced_composition", "group_privacy",
            "optimal_composition_delta",
            "optimal_composition_epsilon"]
 
 
-def _nonneg_array(name: str, value: object) -> np.ndarray:
-    try:
-        arr = (np.atleast_1d(np.asarray(value, dtype=float)) if not isinstance(value, bool)
-               else None)
-    except (TypeError, ValueError):
-        arr = None
-    if arr is None or arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a number or a non-empty 1-D array in [0, inf), got "
-                         f"{shown(value)}")
-    bad = ~np.isfinite(arr) | (arr < 0)
-    if bad.any():
-        raise ValueError(f"{name} must be in [0, inf), got {shown(arr[bad][0])}")
-    return arr
+#: ε of each mechanism: a number or a non-empty 1-D array of finite reals ≥ 0.
+_EPSILONS = RealArray(0.0, math.inf, closed="left", max_ndim=1)
+#: δ of each mechanism: a number or a non-empty 1-D array in [0, 1).
+_DELTAS = RealArray(0.0, 1.0, closed="left", max_ndim=1, family="prob_array")
+#: The parameters of an (ε, δ)-DP mechanism run k times.
+_MECHANISM = dict(epsilon=EPSILON, delta=DELTA0, k=COUNT)
 
 
+@constrained(epsilons=_EPSILONS, deltas=_DELTAS, k=COUNT)
 def basic_composition(epsilons: object, deltas: object = 0.0, k: int = 1) -> tuple[float, float]:
     """(Σ ε_i, Σ δ_i) for mechanisms that are (ε_i, δ_i)-DP, each run ``k`` times.
 
@@ -48,19 +44,15 @@ def basic_composition(epsilons: object, deltas: object = 0.0, k: int = 1) -> tup
     §3.5.2). ``epsilons`` and ``deltas`` are scalars or 1-D arrays (broadcast together); the result
     is (k·Σε, k·Σδ). The δ total is not capped: a total ≥ 1 means the bound says nothing.
     """
-    eps = _nonneg_array("epsilons", epsilons)
-    dlt = _nonneg_array("deltas", deltas)
-    if np.any(dlt >= 1):
-        raise ValueError(f"deltas must be in [0, 1), got {shown(dlt[dlt >= 1][0])}")
-    k = check_int("k", k)
     try:
-        eps, dlt = np.broadcast_arrays(eps, dlt)
+        eps, dlt = np.broadcast_arrays(epsilons, deltas)
     except ValueError:
         raise ValueError(f"epsilons and deltas must have the same length (or one be a scalar), "
-                         f"got {eps.size} and {dlt.size}") from None
+                         f"got {epsilons.size} and {deltas.size}") from None
     return float(k * eps.sum()), float(k * dlt.sum())
 
 
+@constrained(**_MECHANISM, delta_slack=DELTA, form=Options("drv", "kov"))
 def advanced_composition(epsilon: float, delta: float, k: int, delta_slack: float, *,
                          form: str = "drv") -> tuple[float, float]:
     """(ε', kδ + δ') for the k-fold adaptive composition of an (ε, δ)-DP mechanism.
@@ -75,11 +67,7 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_slack: floa
     1 − (1 − δ)^k (1 − δ') ≤ kδ + δ'). Where ε' exceeds the largest double (``form="drv"``,
     ε ≳ 700) it is returned as inf, the bound rounded up.
     """
-    form = check_choice("form", form, ("drv", "kov"))
-    eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
-    dlt = check_probability("delta", delta, high_open=True)
-    k = check_int("k", k)
-    slack = check_probability("delta_slack", delta_slack, low_open=True, high_open=True)
+    eps, dlt, slack = epsilon, delta, delta_slack          # declared (checked on the call)
     if form == "kov":
         excess = k * eps * math.tanh(eps / 2)           # (e^ε − 1)/(e^ε + 1) = tanh(ε/2)
     elif eps < 700.0:
@@ -116,6 +104,7 @@ def _rr_log_weights(epsilon: float, k: int) -> tuple[np.ndarray, np.ndarray]:
     return (k - 2 * ell) * epsilon, log_w
 
 
+@constrained(**_MECHANISM, target_epsilon=EPSILON)
 def optimal_composition_delta(epsilon: float, delta: float, k: int, target_epsilon: float) -> float:
     """Smallest δ_total such that every k-fold composition of (ε, δ)-DP mechanisms is
     (target_epsilon, δ_total)-DP — exact (Kairouz, Oh & Viswanath 2015, Thm 3.3).
@@ -124,10 +113,7 @@ def optimal_composition_delta(epsilon: float, delta: float, k: int, target_epsil
     p = e^ε/(1+e^ε). At ε_t = (k − 2i)ε this is KOV's 1 − (1−δ)^k (1 − δ_i); between those points it
     is the hockey-stick divergence of the same extremal pair, hence still optimal.
     """
-    eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
-    dlt = check_probability("delta", delta, high_open=True)
-    k = check_int("k", k)
-    eps_t = check_real("target_epsilon", target_epsilon, low=0.0, low_open=False)
+    eps, dlt, eps_t = epsilon, delta, target_epsilon        # declared
     loss, log_w = _rr_log_weights(eps, k)
     pos = loss > eps_t
     if pos.any():
@@ -140,6 +126,7 @@ def optimal_composition_delta(epsilon: float, delta: float, k: int, target_epsil
     return min(1.0, -math.expm1(k * math.log1p(-dlt)) + keep * rr_delta)
 
 
+@constrained(**_MECHANISM, target_delta=DELTA)
 def optimal_composition_epsilon(epsilon: float, delta: float, k: int, target_delta: float) -> float:
     """Smallest ε_total such that every k-fold composition of (ε, δ)-DP mechanisms is
     (ε_total, target_delta)-DP (Kairouz, Oh & Viswanath 2015, Thm 3.3), by exact inversion of
@@ -147,10 +134,7 @@ def optimal_composition_epsilon(epsilon: float, delta: float, k: int, target_del
 
     Raises ``ValueError`` if target_delta ≤ 1 − (1−δ)^k (no finite ε_total reaches it).
     """
-    eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
-    dlt = check_probability("delta", delta, high_open=True)
-    k = check_int("k", k)
-    target = check_probability("target_delta", target_delta, low_open=True, high_open=True)
+    eps, dlt, target = epsilon, delta, target_delta         # declared
     floor = -math.expm1(k * math.log1p(-dlt))
     if target <= floor:
         raise ValueError(f"target_delta must be in ({floor:g}, 1) = (1 − (1−δ)^k, 1) for δ={dlt:g}, "
@@ -178,6 +162,7 @@ def optimal_composition_epsilon(epsilon: float, delta: float, k: int, target_del
     return float(math.log((floor + a - target) / keep) - log_b)
 
 
+@constrained(epsilon=POSITIVE, delta=DELTA0, k=COUNT)
 def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     """(kε, δ·(e^{kε} − 1)/(e^ε − 1)): what an (ε, δ)-DP mechanism guarantees for data sets that
     differ in k records (the group-privacy lemma of ``RazaviyaynLecture11``; Dwork & Roth 2014,
@@ -187,9 +172,7 @@ def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     so the δ terms form the geometric sum δ(1 + e^ε + … + e^{(k−1)ε}). Computed in log space where
     e^{kε} overflows; a δ total above the largest double is returned as inf (rounded up).
     """
-    eps = check_real("epsilon", epsilon, low=0.0)
-    dlt = check_probability("delta", delta, high_open=True)
-    k = check_int("k", k)
+    eps, dlt = epsilon, delta                                # declared
     if k * eps < 700.0:
         return k * eps, dlt * math.expm1(k * eps) / math.expm1(eps)
     # Every ε > 0 is in the documented range, but e^{kε} overflows from kε ≈ 709.8 (ε = 710,

@@ -44,50 +44,43 @@ from typing import Iterator
 
 import numpy as np
 
-from .._validate import check_int, check_probability, check_real, shown
+from .._constraints import Custom, InstanceOf, Options, constrained
+from .._validate import shown
+from ._params import (COUNT, NOISE_MULTIPLIER, NOISE_MULTIPLIER_RANGE, SAMPLE_RATE, SAMPLING,
+                      SCALE)
 
 __all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "SampledEvent", "PoissonSampledEvent",
            "SampledWithoutReplacementEvent", "SelfComposedEvent", "ComposedEvent",
            "RDPCurveEvent", "ZCDPEvent", "EquivalentEvent", "MatrixMechanismEvent",
            "BandedMatrixMechanismEvent", "Step", "dpsgd_event", "flatten", "NOISE_MULTIPLIER_RANGE",
-           "check_noise_multiplier"]
-
-#: The noise multipliers the accountants take. Outside it σ² or 1/σ² leaves the float range
-#: (σ = 1e200 raised OverflowError, σ = 1e-200 divided by zero); the answers there would be
-#: ε = ∞ (σ → 0) or ε = 0 (σ → ∞) anyway.
-NOISE_MULTIPLIER_RANGE = (1e-100, 1e100)
-
+           "check_noise_multiplier", "EVENT"]
 
 def check_noise_multiplier(value: object) -> float:
-    """σ in [1e-100, 1e100] (:data:`NOISE_MULTIPLIER_RANGE`)."""
-    low, high = NOISE_MULTIPLIER_RANGE
-    return check_real("noise_multiplier", value, low=low, high=high, low_open=False,
-                      high_open=False)
+    """σ in [1e-100, 1e100] (:data:`NOISE_MULTIPLIER_RANGE`; the declaration
+    :data:`~dplib.accounting._params.NOISE_MULTIPLIER`)."""
+    return NOISE_MULTIPLIER.check("noise_multiplier", value)
 
 
 class DpEvent:
     """Base class of the events (frozen dataclasses); validated when built."""
 
 
-def _check_event(name: str, value: object) -> "DpEvent":
-    if not isinstance(value, DpEvent):
-        raise ValueError(f"{name} must be a DpEvent (e.g. GaussianEvent(noise_multiplier=1.0)), "
-                         f"got {shown(value)}")
-    return value
+#: A :class:`DpEvent` (the declaration of every ``event`` parameter).
+EVENT = InstanceOf(DpEvent, "a DpEvent (e.g. GaussianEvent(noise_multiplier=1.0))",
+                   bad=(None, 1.0, "gaussian", "gauss"))
 
 
 @dataclass(frozen=True)
+@constrained(noise_multiplier=NOISE_MULTIPLIER)
 class GaussianEvent(DpEvent):
     """Gaussian noise N(0, (σC)²·I) added to a sum of per-record vectors of ℓ2 norm ≤ C;
     ``noise_multiplier`` σ = noise std / C."""
 
     noise_multiplier: float
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
-
 
 @dataclass(frozen=True)
+@constrained(noise_multiplier=NOISE_MULTIPLIER)
 class LaplaceEvent(DpEvent):
     """Laplace noise of scale σC (each coordinate) added to a sum of per-record vectors of ℓ1
     norm ≤ C; ``noise_multiplier`` σ = scale / C (ε = 1/σ under add/remove; Dwork & Roth 2014,
@@ -95,11 +88,9 @@ class LaplaceEvent(DpEvent):
 
     noise_multiplier: float
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
-
 
 @dataclass(frozen=True)
+@constrained(sample_rate=SAMPLE_RATE, event=EVENT)
 class SampledEvent(DpEvent):
     """``event`` run on a random sample of the records at ``sample_rate`` ∈ (0, 1]; the
     subclasses say how the sample is drawn."""
@@ -107,10 +98,7 @@ class SampledEvent(DpEvent):
     sample_rate: float
     event: DpEvent
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sample_rate",
-                           check_probability("sample_rate", self.sample_rate, low_open=True))
-        _check_event("event", self.event)
+    def __post_init__(self) -> None:     # sample_rate and event: declared (checked before)
         if isinstance(self.event, ZCDPEvent):
             raise ValueError(f"event: {self.event!r} cannot be subsampled: a generic ρ-zCDP "
                              "guarantee has no amplification-by-subsampling theorem (Bun, "
@@ -133,31 +121,30 @@ class SampledWithoutReplacementEvent(SampledEvent):
 
 
 @dataclass(frozen=True)
+@constrained(event=EVENT, count=COUNT)
 class SelfComposedEvent(DpEvent):
     """``event`` run ``count`` times in sequence (each run may depend on the earlier outputs)."""
 
     event: DpEvent
     count: int
 
-    def __post_init__(self) -> None:
-        _check_event("event", self.event)
-        object.__setattr__(self, "count", check_int("count", self.count, low=1))
+
+def _check_events(name: str, value: object) -> tuple:
+    events = tuple(value) if isinstance(value, (list, tuple)) else None
+    if not events:
+        raise ValueError(f"{name} must be a non-empty list of DpEvents, got {shown(value)}")
+    for i, e in enumerate(events):
+        EVENT.check(f"{name}[{i}]", e)
+    return events
 
 
 @dataclass(frozen=True)
+@constrained(events=Custom(_check_events, "a non-empty list of DpEvents",
+                           [[], None, "ab", 1.0, [None], [GaussianEvent(1.0), 2.0]]))
 class ComposedEvent(DpEvent):
     """The ``events`` run in sequence (adaptively)."""
 
     events: tuple
-
-    def __post_init__(self) -> None:
-        events = tuple(self.events) if isinstance(self.events, (list, tuple)) else None
-        if not events:
-            raise ValueError(f"events must be a non-empty list of DpEvents, got "
-                             f"{shown(self.events)}")
-        for i, e in enumerate(events):
-            _check_event(f"events[{i}]", e)
-        object.__setattr__(self, "events", events)
 
 
 class RDPCurveEvent(DpEvent):
@@ -174,6 +161,7 @@ ZCDP_RELATIONS = ("add_remove", "replace_one")
 
 
 @dataclass(frozen=True)
+@constrained(rho=SCALE, neighboring=Options(*ZCDP_RELATIONS))
 class ZCDPEvent(RDPCurveEvent):
     """A mechanism that is ρ-zero-concentrated DP: D_α(M(D) ‖ M(D')) ≤ αρ for every order
     α > 1 and every pair of neighbours (Bun & Steinke 2016, Def. 1.1). A claim, not a mechanism:
@@ -199,13 +187,6 @@ class ZCDPEvent(RDPCurveEvent):
 
     rho: float
     neighboring: str = "add_remove"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", check_real("rho", self.rho, low=0.0, high=1e100,
-                                                   high_open=False))
-        if self.neighboring not in ZCDP_RELATIONS:
-            raise ValueError(f"neighboring must be one of {list(ZCDP_RELATIONS)}, got "
-                             f"{shown(self.neighboring)}")
 
     def rho_under(self, neighboring: str) -> float:
         """ρ of this mechanism under the accountant's relation ``neighboring``: ρ under the
@@ -234,6 +215,7 @@ class EquivalentEvent(DpEvent):
 
 
 @dataclass(frozen=True)
+@constrained(noise_multiplier=NOISE_MULTIPLIER, sensitivity=SCALE)
 class MatrixMechanismEvent(EquivalentEvent):
     """One release of a matrix-factorisation mechanism B(Cx + z) (Li, Miklau, Hay, McGregor &
     Rastogi 2015; Denisov, McMahan, Rush, Smith & Thakurta 2022, Sec. 2): x stacks the n clipped
@@ -253,16 +235,13 @@ class MatrixMechanismEvent(EquivalentEvent):
     noise_multiplier: float
     sensitivity: float = 1.0
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
-        object.__setattr__(self, "sensitivity", check_real(
-            "sensitivity", self.sensitivity, low=0.0, high=1e100, high_open=False))
-
     def equivalent(self) -> DpEvent:
         return GaussianEvent(self.noise_multiplier / self.sensitivity)
 
 
 @dataclass(frozen=True)
+@constrained(noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE, num_steps=COUNT,
+             bands=COUNT, sensitivity=SCALE)
 class BandedMatrixMechanismEvent(EquivalentEvent):
     """``num_steps`` steps of a b-banded matrix mechanism (C lower-triangular with ``bands`` b
     nonzero diagonals, largest column norm ``sensitivity``) on cyclic Poisson batches: the records
@@ -279,15 +258,6 @@ class BandedMatrixMechanismEvent(EquivalentEvent):
     num_steps: int
     bands: int
     sensitivity: float = 1.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
-        object.__setattr__(self, "sample_rate",
-                           check_probability("sample_rate", self.sample_rate, low_open=True))
-        object.__setattr__(self, "num_steps", check_int("num_steps", self.num_steps))
-        object.__setattr__(self, "bands", check_int("bands", self.bands))
-        object.__setattr__(self, "sensitivity", check_real(
-            "sensitivity", self.sensitivity, low=0.0, high=1e100, high_open=False))
 
     @property
     def participations(self) -> int:
@@ -326,14 +296,18 @@ class Step:
                                 other.sampling, other.curve)
 
 
+@constrained(event=EVENT, count=COUNT)
 def flatten(event: DpEvent, count: int = 1) -> Iterator[Step]:
     """The leaves of ``event`` in order, with their repetition counts multiplied out."""
-    _check_event("event", event)
+    return _leaves(event, count)
+
+
+def _leaves(event: DpEvent, count: int) -> Iterator[Step]:
     if isinstance(event, SelfComposedEvent):
-        yield from flatten(event.event, count * event.count)
+        yield from _leaves(event.event, count * event.count)
     elif isinstance(event, ComposedEvent):
         for e in event.events:
-            yield from flatten(e, count)
+            yield from _leaves(e, count)
     elif isinstance(event, SampledEvent):
         sampling = ("poisson" if isinstance(event, PoissonSampledEvent)
                     else "without_replacement")
@@ -345,24 +319,18 @@ def flatten(event: DpEvent, count: int = 1) -> Iterator[Step]:
     elif isinstance(event, (GaussianEvent, LaplaceEvent)):
         yield Step(type(event), event.noise_multiplier, 1.0, "poisson", count)
     elif isinstance(event, EquivalentEvent):
-        yield from flatten(event.equivalent(), count)
+        yield from _leaves(event.equivalent(), count)
     elif isinstance(event, RDPCurveEvent):
         yield Step(type(event), 1.0, 1.0, "poisson", count, curve=event)
     else:
         raise ValueError(f"event: no accountant knows {type(event).__name__}")
 
 
+@constrained(noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE, num_steps=COUNT,
+             sampling=SAMPLING)
 def dpsgd_event(noise_multiplier: float, sample_rate: float, num_steps: int, *,
                 sampling: str = "poisson") -> DpEvent:
     """``num_steps`` DP-SGD steps: a Gaussian on a sampled batch, repeated — the event that
     ``Accountant.step`` records. ``sampling`` is "poisson" or "without_replacement"."""
-    gauss = GaussianEvent(noise_multiplier)
-    num_steps = check_int("num_steps", num_steps, low=1)
-    if sampling == "poisson":
-        one = PoissonSampledEvent(sample_rate, gauss)
-    elif sampling == "without_replacement":
-        one = SampledWithoutReplacementEvent(sample_rate, gauss)
-    else:
-        raise ValueError(f"sampling must be one of ['poisson', 'without_replacement'], "
-                         f"got {shown(sampling)}")
-    return SelfComposedEvent(one, num_steps)
+    sampled = PoissonSampledEvent if sampling == "poisson" else SampledWithoutReplacementEvent
+    return SelfComposedEvent(sampled(sample_rate, GaussianEvent(noise_multiplier)), num_steps)

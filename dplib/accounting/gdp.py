@@ -14,20 +14,20 @@ from __future__ import annotations
 
 import math
 
-from .._validate import check_int, check_positive, check_probability
+from .._constraints import constrained
 from ..mechanisms.gaussian import gaussian_epsilon
-from ._base import check_noise_multiplier
+from ._params import COUNT, DELTA, NOISE_MULTIPLIER, POSITIVE, SAMPLE_RATE
 
 __all__ = ["gdp_epsilon", "clt_mu"]
 
 
+@constrained(mu=POSITIVE, delta=DELTA)
 def gdp_epsilon(mu: float, delta: float) -> float:
     """ε such that μ-GDP implies (ε, δ)-DP: the Gaussian mechanism's ε at σ/Δ = 1/μ (exact)."""
-    m = check_positive("mu", mu)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    return float(gaussian_epsilon(1.0 / m, d))
+    return float(gaussian_epsilon(1.0 / mu, delta))
 
 
+@constrained(sample_rate=SAMPLE_RATE, noise_multiplier=NOISE_MULTIPLIER, num_steps=COUNT)
 def clt_mu(sample_rate: float, noise_multiplier: float, num_steps: int) -> float:
     """CLT approximation μ = q·sqrt(T·(e^{1/σ²} − 1)) for Poisson-subsampled Gaussian steps.
 
@@ -35,9 +35,7 @@ def clt_mu(sample_rate: float, noise_multiplier: float, num_steps: int) -> float
     compare with :class:`~dplib.accounting.PLDAccountant`, never to report a guarantee.
     Computed in log space where e^{1/σ²} overflows a float (σ ≲ 0.038); inf where μ itself does.
     """
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    s = check_noise_multiplier(noise_multiplier)
-    t = check_int("num_steps", num_steps)
+    q, s, t = sample_rate, noise_multiplier, num_steps      # declared (checked on the call)
     x = 1.0 / s**2
     if x < 700.0:
         return q * math.sqrt(t * math.expm1(x))

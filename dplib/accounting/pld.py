@@ -41,9 +41,11 @@ import math
 
 import numpy as np
 
-from .._validate import check_positive, shown
+from .._constraints import Flag, constrained
+from .._validate import shown
 from ..mechanisms.gaussian import gaussian_log_delta
-from ._base import Accountant, check_delta, check_epsilon
+from ._base import Accountant
+from ._params import DELTA, EPSILON, NEIGHBORING, POSITIVE, SAMPLING
 from .events import GaussianEvent
 from .pld_fft import MAX_GRID_SIZE, WINDOW_TAIL, compose, composition_window, delta_curve
 from .pld_grid import DiscretePLD, loss_range, loss_scale, subsampled_gaussian_pld
@@ -142,11 +144,13 @@ class PLDAccountant(Accountant):
     (use :class:`RDPAccountant`).
     """
 
+    @constrained(value_discretization_interval=POSITIVE, neighboring=NEIGHBORING,
+                 rdp_fallback=Flag(), sampling=SAMPLING)
     def __init__(self, value_discretization_interval: float = 1e-3, *,
                  neighboring: str = "add_remove", rdp_fallback: bool = True,
                  sampling: str = "poisson") -> None:
         super().__init__(neighboring=neighboring, sampling=sampling)
-        self.h = check_positive("value_discretization_interval", value_discretization_interval)
+        self.h = value_discretization_interval
         if sampling == "without_replacement" and neighboring != "replace_one":
             raise ValueError("(sampling, neighboring): sampling='without_replacement' is analysed "
                              "under neighboring='replace_one' (n is public), got "
@@ -154,8 +158,6 @@ class PLDAccountant(Accountant):
         self._directions = ("remove", "add") if neighboring == "add_remove" else ("replace",)
         self._cache: dict[tuple[str, float, float],
                           tuple[DiscretePLD, float, float, float] | None] = {}
-        if not isinstance(rdp_fallback, bool):
-            raise ValueError(f"rdp_fallback must be True or False, got {shown(rdp_fallback)}")
         self.rdp_fallback = rdp_fallback
         self.used_interval: dict[str, float] = {}
         #: Which bound gave the last answer: "gaussian", "pld" or "rdp" (None before a query).
@@ -323,13 +325,14 @@ class PLDAccountant(Accountant):
         return pld_warm_start(event_of, target_epsilon, delta, options, rtol, floor, ceiling,
                                 name)
 
+    @constrained(epsilon=EPSILON)
     def get_delta(self, epsilon: float) -> float:
         """Upper bound on the smallest δ with (ε, δ)-DP: max over the add and remove directions.
 
         First with the finest truncation (1e-15 in all), then with the truncations
         :meth:`get_epsilon` uses for a δ near that answer; both are upper bounds and the smaller
         is returned, so ``get_delta(get_epsilon(δ))`` gives back δ (to round-off)."""
-        eps = check_epsilon(epsilon)
+        eps = epsilon                                       # declared
         self._require_history()
         mu = self._gaussian_mu()
         if mu is not None:
@@ -370,9 +373,10 @@ class PLDAccountant(Accountant):
         f = (dl[j - 1] - delta) / (dl[j - 1] - dl[j])
         return float(lv[j - 1] + gap + math.log(f + (1.0 - f) * math.exp(-gap)))
 
+    @constrained(delta=DELTA)
     def get_epsilon(self, delta: float) -> float:
         """Upper bound on the smallest ε with (ε, δ)-DP: max over the add and remove directions."""
-        d = check_delta(delta)
+        d = delta                                           # declared
         self._require_history()
         mu = self._gaussian_mu()
         if mu is not None:

@@ -17,7 +17,8 @@ import math
 import numpy as np
 from scipy import fft as sfft
 
-from .._validate import check_probability, shown
+from .._constraints import Custom, Interval, constrained
+from .._validate import shown
 from .pld_grid import DiscretePLD
 
 __all__ = ["compose", "composition_window", "delta_curve", "MAX_GRID_SIZE", "WINDOW_TAIL"]
@@ -191,6 +192,26 @@ def _phase_spectrum(pmf: np.ndarray, c: int, n: int) -> tuple[np.ndarray, int]:
     return out, c * m
 
 
+def _check_plds(name: str, plds: object) -> list:
+    if not isinstance(plds, (list, tuple)) or not plds or not all(
+            isinstance(p, DiscretePLD) for p in plds):
+        raise ValueError(f"{name} must be a non-empty list of DiscretePLD, got {shown(plds)}")
+    return plds
+
+
+def _check_counts(name: str, counts: object) -> list:
+    if (not isinstance(counts, (list, tuple))
+            or any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1
+                   for c in counts)):
+        raise ValueError(f"{name} must be a list of integers >= 1, one per PLD, got "
+                         f"{shown(counts)}")
+    return counts
+
+
+@constrained(plds=Custom(_check_plds, "a non-empty list of DiscretePLD", [[], None, "pld", [1.0]]),
+             counts=Custom(_check_counts, "a list of integers >= 1",
+                           [[0], [-1], [1.5], None, [True], "3"]),
+             tail_mass=Interval(0.0, 1.0, closed="neither"))
 def compose(plds: list[DiscretePLD], counts: list[int], *, tail_mass: float = WINDOW_TAIL,
             window: tuple[int, int, int, float, float] | None = None
             ) -> tuple[DiscretePLD, float, float]:
@@ -201,17 +222,11 @@ def compose(plds: list[DiscretePLD], counts: list[int], *, tail_mass: float = WI
     P(S < a) ≤ e^{ta}·Π M_k(−t)^{T_k} minimised over a grid of t; the FFT length N covers it, so
     the cyclic convolution only folds outside mass (≤ the two bounds) onto the window.
     """
-    if not isinstance(plds, (list, tuple)) or not plds or not all(
-            isinstance(p, DiscretePLD) for p in plds):
-        raise ValueError(f"plds must be a non-empty list of DiscretePLD, got {shown(plds)}")
-    if (not isinstance(counts, (list, tuple)) or len(counts) != len(plds)
-            or any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1
-                   for c in counts)):
+    if len(counts) != len(plds):          # each declared; their lengths are a relation
         raise ValueError(f"counts must be a list of integers >= 1, one per PLD "
                          f"({len(plds)}), got {shown(counts)}")
     if len({p.h for p in plds}) != 1:
         raise ValueError("plds must share one value_discretization_interval h")
-    check_probability("tail_mass", tail_mass, low_open=True, high_open=True)
     if len(plds) == 1 and counts[0] == 1:
         return plds[0], 0.0, 0.0        # one step: nothing to compose
     h = plds[0].h

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .._validate import check_positive, check_probability, shown
-from ._base import check_noise_multiplier
+from .._constraints import Interval, Options, constrained
+from ._params import NOISE_MULTIPLIER, POSITIVE, SAMPLE_RATE
 
 __all__ = ["DiscretePLD", "subsampled_gaussian_pld", "loss_scale", "loss_range"]
 
@@ -152,6 +152,13 @@ def _split_up(p: np.ndarray, q: np.ndarray, eps: np.ndarray) -> np.ndarray:
     return np.where(p > 0, p * -np.expm1(log_ratio), 0.0)
 
 
+#: The direction of a privacy loss: remove/add (add/remove adjacency) or replace (replace-one).
+DIRECTION = Options("remove", "add", "replace")
+
+
+@constrained(noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE, direction=DIRECTION,
+             value_discretization_interval=POSITIVE,
+             tail_mass=Interval(0.0, 1.0, closed="neither"))
 def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
                             direction: str = "remove",
                             value_discretization_interval: float = 1e-3,
@@ -171,12 +178,7 @@ def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
     loss (connect the dots on (ε_top, ∞)). :class:`PLDAccountant` sets ``tail_mass`` so that T
     steps leave at most a 1e-4 fraction of the target δ there.
     """
-    sigma = check_noise_multiplier(noise_multiplier)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    h = check_positive("value_discretization_interval", value_discretization_interval)
-    tail = check_probability("tail_mass", tail_mass, low_open=True, high_open=True)
-    if direction not in ("remove", "add", "replace"):
-        raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {shown(direction)}")
+    sigma, q, h, tail = noise_multiplier, sample_rate, value_discretization_interval, tail_mass
     bottom, top = loss_range(sigma, q, direction, tail)
     i0, i1 = math.floor(bottom / h), math.ceil(top / h)
     if i1 - i0 > 50_000_000:
@@ -225,6 +227,7 @@ def _hermite_nodes() -> tuple[np.ndarray, np.ndarray]:
     return z, w / w.sum()
 
 
+@constrained(noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE, direction=DIRECTION)
 def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> float:
     """Var(L)/E|L| of the single-step privacy loss under P (Gauss–Hermite, 80 nodes per component).
 
@@ -233,10 +236,7 @@ def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> f
     h·E|L| ≪ Var(L). :class:`PLDAccountant` therefore caps h at a fraction of this ratio, which is
     what keeps it tight when q is tiny or σ large (single-step losses of 1e-6 and less).
     """
-    s = check_noise_multiplier(noise_multiplier)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    if direction not in ("remove", "add", "replace"):
-        raise ValueError(f"direction must be 'remove', 'add' or 'replace', got {shown(direction)}")
+    s, q = noise_multiplier, sample_rate                  # declared (checked on the call)
     z, w = _hermite_nodes()
 
     def loss(x: np.ndarray) -> np.ndarray:

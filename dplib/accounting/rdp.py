@@ -34,10 +34,13 @@ import math
 import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
-from .._validate import check_choice, check_probability, shown
-from ._base import (MAX_ORDER, Accountant, by_order_blocks, check_delta, check_epsilon,
-                    check_noise_multiplier, check_orders)
-from .events import LaplaceEvent, ZCDPEvent
+from .._constraints import Custom, constrained
+from .._validate import shown
+from ._base import Accountant, by_order_blocks
+from ._params import (CONVERSION, COUNT, DELTA, EPSILON, MAX_ORDER, NEIGHBORING,
+                      NOISE_MULTIPLIER, ORDERS, ORDERS_CAPPED, ORDERS_OR_DEFAULT, SAMPLE_RATE,
+                      SAMPLING, check_orders)
+from .events import EVENT, LaplaceEvent, ZCDPEvent
 from .registry import register_accountant
 from .subsampling import wor_gaussian_rdp
 
@@ -61,16 +64,16 @@ _SERIES_TOL = 36.0
 _SERIES_MAX_TERMS = 1 << 17
 
 
+@constrained(orders=ORDERS, noise_multiplier=NOISE_MULTIPLIER)
 def gaussian_rdp(orders: object, noise_multiplier: float) -> np.ndarray:
     """RDP of the Gaussian mechanism with sensitivity 1 and noise N(0, σ²): r(α) = α / (2σ²).
 
     Mironov 2017, Prop. 7 (D_α(N(1, σ²) ‖ N(0, σ²)) = α/(2σ²)). Vectorised over ``orders``.
     """
-    alpha = check_orders(orders)
-    sigma = check_noise_multiplier(noise_multiplier)
-    return alpha / (2.0 * sigma**2)
+    return orders / (2.0 * noise_multiplier**2)          # declared (checked on the call)
 
 
+@constrained(orders=ORDERS, noise_multiplier=NOISE_MULTIPLIER)
 def laplace_rdp(orders: object, noise_multiplier: float) -> np.ndarray:
     """RDP of the Laplace mechanism with ℓ1 sensitivity 1 and scale b = σ (Mironov 2017, Prop. 6):
 
@@ -79,8 +82,7 @@ def laplace_rdp(orders: object, noise_multiplier: float) -> np.ndarray:
     summed in log space (no overflow for b ≪ 1). It tends to 1/b = ε of the Laplace mechanism as
     α → ∞. Vectorised over ``orders``.
     """
-    alpha = check_orders(orders)
-    b = check_noise_multiplier(noise_multiplier)
+    alpha, b = orders, noise_multiplier                 # declared
     log_sum = np.logaddexp(np.log(alpha / (2 * alpha - 1)) + (alpha - 1) / b,
                            np.log((alpha - 1) / (2 * alpha - 1)) - alpha / b)
     return np.maximum(log_sum / (alpha - 1), 0.0)
@@ -208,6 +210,7 @@ def _log_a_interpolated(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray
     return (hi - alpha) * f_lo + (alpha - lo) * f_hi
 
 
+@constrained(orders=ORDERS_CAPPED, noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE)
 def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
                             sample_rate: float) -> np.ndarray:
     """RDP r(α) of one step of the Poisson-subsampled Gaussian mechanism (sensitivity 1).
@@ -231,9 +234,7 @@ def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
 
     Returns an array with one RDP value per order (for one step; multiply by the number of steps).
     """
-    alpha = check_orders(orders, high=MAX_ORDER)
-    sigma = check_noise_multiplier(noise_multiplier)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
+    alpha, sigma, q = orders, noise_multiplier, sample_rate      # declared
     if q == 1.0:
         return alpha / (2.0 * sigma**2)
     is_int = alpha == np.round(alpha)
@@ -251,27 +252,35 @@ def _conversion_terms(alpha: np.ndarray, method: str) -> np.ndarray:
     if method == "improved":
         # log((α−1)/α) − log(α)/(α−1): the extra terms of CKS 2020, Prop. 12 / Balle et al. 2020, Thm 21.
         return np.log1p(-1.0 / alpha) - np.log(alpha) / (alpha - 1.0)
-    if method == "classic":
-        return np.zeros_like(alpha)
-    raise ValueError(f"method must be 'improved' or 'classic', got {shown(method)}")
+    return np.zeros_like(alpha)       # "classic" (method: declared)
 
 
-def _check_curve(orders: object, rdp: object) -> tuple[np.ndarray, np.ndarray]:
-    """Validated (orders, RDP values): one value in [0, inf] per order α > 1."""
-    alpha = check_orders(orders)
+def _check_rdp(name: str, rdp: object) -> np.ndarray:
+    """RDP values: reals in [0, inf] (one per order: a relation, checked by the function)."""
     try:
-        r = np.atleast_1d(np.asarray(rdp, dtype=float))
+        r = (np.atleast_1d(np.asarray(rdp, dtype=float)) if not isinstance(rdp, (str, bool))
+             else None)
     except (TypeError, ValueError):
-        raise ValueError(f"rdp must be real numbers in [0, inf], one per order, got "
-                         f"{shown(rdp)}") \
-            from None
+        r = None
+    if r is None:
+        raise ValueError(f"{name} must be real numbers in [0, inf], one per order, got "
+                         f"{shown(rdp)}")
+    if np.isnan(r).any() or (r < 0).any():
+        raise ValueError(f"{name} must be in [0, inf], got {shown(r[np.isnan(r) | (r < 0)][0])}")
+    return r
+
+
+#: An RDP curve's values r(α) ∈ [0, inf].
+RDP_VALUES = Custom(_check_rdp, "reals in [0, inf], one per order",
+                    [[-0.1, 0.2, 0.4], [np.nan, 0.2, 0.4], "abc", None, True, [-1e-300]])
+
+
+def _one_per_order(alpha: np.ndarray, r: np.ndarray) -> None:
     if r.shape != alpha.shape:
         raise ValueError(f"rdp must have one value per order ({alpha.size}), got shape {r.shape}")
-    if np.isnan(r).any() or (r < 0).any():
-        raise ValueError(f"rdp must be in [0, inf], got {shown(r[np.isnan(r) | (r < 0)][0])}")
-    return alpha, r
 
 
+@constrained(orders=ORDERS, rdp=RDP_VALUES, delta=DELTA, method=CONVERSION)
 def rdp_to_epsilon(orders: object, rdp: object, delta: float, *,
                    method: str = "improved") -> tuple[float, float]:
     """Smallest ε over the orders such that (α, r(α))-RDP implies (ε, δ)-DP; returns (ε, best α).
@@ -292,8 +301,8 @@ def rdp_to_epsilon(orders: object, rdp: object, delta: float, *,
     divergences gave ε = 1.41 at δ = 0.1 for q = 1e-5, σ = 0.2, T = 1, where the exact ε is 0
     (found by the accountant stress grid).
     """
-    alpha, r = _check_curve(orders, rdp)
-    d = check_delta(delta)
+    alpha, r, d = orders, rdp, delta                     # declared (checked on the call)
+    _one_per_order(alpha, r)
     if method == "improved":
         j = int(np.argmin(r))
         if d * d + math.expm1(-float(r[j])) > 0:
@@ -303,6 +312,7 @@ def rdp_to_epsilon(orders: object, rdp: object, delta: float, *,
     return max(float(eps[k]), 0.0), float(alpha[k])
 
 
+@constrained(orders=ORDERS, rdp=RDP_VALUES, epsilon=EPSILON, method=CONVERSION)
 def rdp_to_delta(orders: object, rdp: object, epsilon: float, *,
                  method: str = "improved") -> tuple[float, float]:
     """Smallest δ over the orders such that (α, r(α))-RDP implies (ε, δ)-DP; returns (δ, best α).
@@ -313,9 +323,8 @@ def rdp_to_delta(orders: object, rdp: object, epsilon: float, *,
     (every mechanism is (ε, 1)-DP). ``"improved"`` also uses δ(ε) ≤ TV ≤ √(1 − e^{−min r})
     (Bretagnolle & Huber 1979; see :func:`rdp_to_epsilon`).
     """
-    alpha, r = _check_curve(orders, rdp)
-    eps = check_epsilon(epsilon)
-    check_choice("method", method, ("improved", "classic"))
+    alpha, r, eps = orders, rdp, epsilon                 # declared
+    _one_per_order(alpha, r)
     log_delta = (alpha - 1.0) * (r - eps + _conversion_terms(alpha, method))
     k = int(np.argmin(log_delta))
     delta = float(min(math.exp(min(log_delta[k], 0.0)), 1.0))
@@ -366,6 +375,8 @@ class RDPAccountant(Accountant):
         "without_replacement" (needs ``neighboring="replace_one"``).
     """
 
+    @constrained(orders=ORDERS_OR_DEFAULT, conversion=CONVERSION, sampling=SAMPLING,
+                 neighboring=NEIGHBORING)
     def __init__(self, orders: object = None, conversion: str = "improved", *,
                  sampling: str = "poisson", neighboring: str = "add_remove") -> None:
         super().__init__(neighboring=neighboring, sampling=sampling)
@@ -373,10 +384,7 @@ class RDPAccountant(Accountant):
             raise ValueError("(sampling, neighboring): sampling='without_replacement' is analysed "
                              "under neighboring='replace_one' (n is public), got "
                              f"({shown(sampling)}, {shown(neighboring)})")
-        self.orders = check_orders(DEFAULT_ORDERS if orders is None else orders, high=MAX_ORDER)
-        if conversion not in ("improved", "classic"):
-            raise ValueError(f"conversion must be 'improved' or 'classic', got "
-                             f"{shown(conversion)}")
+        self.orders = check_orders(DEFAULT_ORDERS, high=MAX_ORDER) if orders is None else orders
         self.conversion = conversion
         self._rdp = np.zeros_like(self.orders)
 
@@ -419,13 +427,12 @@ class RDPAccountant(Accountant):
         """The accumulated RDP, one value per order in :attr:`orders`."""
         return self._rdp.copy()
 
+    @constrained(event=EVENT, count=COUNT, delta=DELTA)
     def epsilon_after(self, event, count: int, delta: float) -> float:
         """ε at ``delta`` after ``count`` more runs of ``event``: the history's RDP plus count
         times the event's curve (Mironov 2017, Prop. 1), converted once — no copy, no
         re-composition. This accountant is left unchanged."""
-        from .._validate import check_int
         from .events import flatten
-        count = check_int("count", count, low=1)
         total = self._rdp.copy()
         cache = self.__dict__.setdefault("_step_cache", {})   # a trainer asks after every step
         for leaf in flatten(event):
@@ -435,13 +442,15 @@ class RDPAccountant(Accountant):
             if key not in cache:
                 cache[key] = (leaf.curve, self.step_rdp(leaf))   # the curve kept: its id stays
             total = total + count * leaf.count * cache[key][1]
-        return rdp_to_epsilon(self.orders, total, check_delta(delta), method=self.conversion)[0]
+        return rdp_to_epsilon(self.orders, total, delta, method=self.conversion)[0]
 
+    @constrained(delta=DELTA)
     def get_epsilon(self, delta: float) -> float:
         """ε such that the history is (ε, δ)-DP (minimised over the order grid)."""
         self._require_history()
         return rdp_to_epsilon(self.orders, self._rdp, delta, method=self.conversion)[0]
 
+    @constrained(epsilon=EPSILON)
     def get_delta(self, epsilon: float) -> float:
         """δ such that the history is (ε, δ)-DP (minimised over the order grid)."""
         self._require_history()

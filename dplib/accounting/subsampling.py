@@ -40,8 +40,11 @@ import mpmath
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validate import check_int, check_positive, check_probability, check_real_array, shown
-from ._base import MAX_ORDER, by_order_blocks, check_noise_multiplier, check_orders
+from .._constraints import Interval, RealArray, constrained
+from .._validate import shown
+from ._base import by_order_blocks
+from ._params import (COUNT, DELTA, EPSILON, NOISE_MULTIPLIER, ORDERS_CAPPED, POSITIVE,
+                      SAMPLE_RATE)
 
 __all__ = ["amplified_epsilon", "amplified_delta", "amplify", "amplified_epsilon_bound",
            "wor_gaussian_rdp", "amplified_advanced_composition"]
@@ -51,6 +54,8 @@ __all__ = ["amplified_epsilon", "amplified_delta", "amplify", "amplified_epsilon
 WBK_EXACT_MAX_ORDER = 256
 
 
+@constrained(epsilon=RealArray(0.0, math.inf, closed="left", nonempty=False),
+             sample_rate=SAMPLE_RATE)
 def amplified_epsilon(epsilon: object, sample_rate: float) -> np.ndarray | float:
     """ε' = log(1 + γ(e^ε − 1)) of an (ε, δ)-DP mechanism run on a subsample of rate γ.
 
@@ -58,22 +63,21 @@ def amplified_epsilon(epsilon: object, sample_rate: float) -> np.ndarray | float
     adjacency) and Thm 9 (sampling m of n without replacement, γ = m/n, replace-one adjacency).
     Computed as log1p(γ·expm1(ε)) — accurate for tiny γ and ε. Vectorised over ``epsilon`` (ε ≥ 0).
     """
-    eps = check_real_array("epsilon", epsilon, low=0.0, low_open=False, high=math.inf)
-    g = check_probability("sample_rate", sample_rate, low_open=True)
+    eps, g = epsilon, sample_rate                      # declared (checked on the call)
     small = np.log1p(g * np.expm1(np.minimum(eps, 30.0)))          # accurate for tiny γ, ε
     large = np.logaddexp(math.log1p(-g) if g < 1 else -np.inf, math.log(g) + eps)  # no overflow
     out = np.where(eps > 30.0, large, small)
     return float(out) if out.ndim == 0 else out
 
 
+@constrained(delta=RealArray(0.0, 1.0, closed="both", nonempty=False), sample_rate=SAMPLE_RATE)
 def amplified_delta(delta: object, sample_rate: float) -> np.ndarray | float:
     """δ' = γδ (Balle, Barthe & Gaboardi 2018, Thms 8–9; adjacency as in :func:`amplified_epsilon`)."""
-    d = check_real_array("delta", delta, low=0.0, high=1.0, low_open=False, high_open=False)
-    g = check_probability("sample_rate", sample_rate, low_open=True)
-    out = g * d
+    out = sample_rate * delta                          # declared
     return float(out) if out.ndim == 0 else out
 
 
+@constrained(epsilon=EPSILON, delta=Interval(0.0, 1.0, closed="both"), sample_rate=SAMPLE_RATE)
 def amplify(epsilon: float, delta: float,
             sample_rate: float) -> tuple[float, float]:
     """(ε', δ') = (log(1 + γ(e^ε − 1)), γδ) — BBG 2018 Thm 8 (Poisson, add/remove) and Thm 9
@@ -81,16 +85,14 @@ def amplify(epsilon: float, delta: float,
     return float(amplified_epsilon(epsilon, sample_rate)), float(amplified_delta(delta, sample_rate))
 
 
+@constrained(epsilon=RealArray(0.0, 1.0, closed="both", nonempty=False), sample_rate=SAMPLE_RATE)
 def amplified_epsilon_bound(epsilon: object, sample_rate: float) -> np.ndarray | float:
     """The simple bound 2γε ≥ log(1 + γ(e^ε − 1)), valid for 0 ≤ ε ≤ 1.
 
     Because log(1 + x) ≤ x and e^ε − 1 ≤ 2ε on [0, 1] (e − 1 < 2 and e^ε − 1 is convex). Quoted
     for ε ≤ 1 by Razaviyayn (``RazaviyaynLecture11``); ε outside [0, 1] is refused, not extrapolated.
     """
-    eps = check_real_array("epsilon", epsilon, low=0.0, high=1.0, low_open=False,
-                           high_open=False)
-    g = check_probability("sample_rate", sample_rate, low_open=True)
-    out = 2.0 * g * eps
+    out = 2.0 * sample_rate * epsilon                  # declared
     return float(out) if out.ndim == 0 else out
 
 
@@ -169,6 +171,7 @@ def _wbk_log_a_int_block(alpha: np.ndarray, gamma: float, sigma: float) -> np.nd
     return np.logaddexp(0.0, logsumexp(terms, axis=1))
 
 
+@constrained(orders=ORDERS_CAPPED, noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE)
 def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float) -> np.ndarray:
     """RDP bound r(α) of one step of the Gaussian mechanism on a batch of m records drawn
     without replacement from n (γ = ``sample_rate`` = m/n), under replace-one adjacency.
@@ -186,9 +189,7 @@ def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float
     ``RDPAccountant(neighboring="replace_one")`` takes s/C like every accountant and passes half
     of it here.
     """
-    alpha = check_orders(orders, high=MAX_ORDER)
-    sigma = check_noise_multiplier(noise_multiplier)
-    gamma = check_probability("sample_rate", sample_rate, low_open=True)
+    alpha, sigma, gamma = orders, noise_multiplier, sample_rate      # declared
     if gamma == 1.0:
         return alpha / (2.0 * sigma**2)
     lo, hi = np.floor(alpha), np.ceil(alpha)
@@ -202,6 +203,8 @@ def wor_gaussian_rdp(orders: object, noise_multiplier: float, sample_rate: float
     return la / (alpha - 1.0)
 
 
+@constrained(noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE, num_steps=COUNT,
+             delta=DELTA, sensitivity=POSITIVE)
 def amplified_advanced_composition(noise_multiplier: float, sample_rate: float, num_steps: int,
                                    delta: float, sensitivity: float = 1.0) -> float:
     """ε of T subsampled Gaussian steps by the pre-RDP recipe: amplify, then compose.
@@ -220,11 +223,7 @@ def amplified_advanced_composition(noise_multiplier: float, sample_rate: float, 
     from ..mechanisms.gaussian import gaussian_epsilon
     from .composition import advanced_composition
 
-    sigma = check_noise_multiplier(noise_multiplier)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    t = check_int("num_steps", num_steps)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    sens = check_positive("sensitivity", sensitivity)
+    sigma, q, t, d, sens = noise_multiplier, sample_rate, num_steps, delta, sensitivity
     if t <= d / (2 * q):     # int vs float compares exactly, with no overflow for huge T
         raise ValueError(
             f"delta must be < 2·num_steps·sample_rate = {2 * q * t:g} for this recipe (each step "

@@ -43,13 +43,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_int, check_positive, check_probability, check_real_array
+from .._constraints import Interval, RealArray, constrained
+from ._params import COUNT, POSITIVE, SAMPLE_RATE
 from .events import GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from .pld import DiscretePLD, PLDAccountant, subsampled_gaussian_pld
 
 __all__ = ["wor_gaussian_pld", "wor_gaussian_epsilon"]
 
 
+@constrained(noise_multiplier=POSITIVE, sample_rate=SAMPLE_RATE,
+             value_discretization_interval=POSITIVE,
+             tail_mass=Interval(0.0, 1.0, closed="neither"))
 def wor_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
                      value_discretization_interval: float = 1e-3,
                      tail_mass: float = 1e-30) -> DiscretePLD:
@@ -60,9 +64,7 @@ def wor_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
     built in); ``sample_rate`` γ = m/n. ``tail_mass`` as in
     :func:`~dplib.accounting.pld.subsampled_gaussian_pld` (mass of the pair beyond its grid).
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    gamma = check_probability("sample_rate", sample_rate, low_open=True)
-    h = check_positive("value_discretization_interval", value_discretization_interval)
+    sigma, gamma, h = noise_multiplier, sample_rate, value_discretization_interval  # declared
     # (A, B) with sensitivity 2 and std σ is (A, B) with sensitivity 1 and std σ/2.
     pair = subsampled_gaussian_pld(sigma / 2.0, gamma, direction="remove",
                                    value_discretization_interval=h, tail_mass=tail_mass)
@@ -83,6 +85,9 @@ def wor_gaussian_pld(noise_multiplier: float, sample_rate: float, *,
     return DiscretePLD(pmf=pmf, offset=-top, h=h, infinity_mass=pair.infinity_mass)
 
 
+@constrained(noise_multiplier=POSITIVE, sample_rate=SAMPLE_RATE, num_steps=COUNT,
+             delta=RealArray(0.0, 1.0, closed="neither", family="delta"),
+             value_discretization_interval=POSITIVE)
 def wor_gaussian_epsilon(noise_multiplier: float, sample_rate: float, num_steps: int,
                          delta: object, *,
                          value_discretization_interval: float = 1e-3) -> float | np.ndarray:
@@ -95,13 +100,8 @@ def wor_gaussian_epsilon(noise_multiplier: float, sample_rate: float, num_steps:
     ``delta`` may be a scalar (returns a float) or an array (returns an array of the same shape).
     Same units as :func:`wor_gaussian_pld`.
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    gamma = check_probability("sample_rate", sample_rate, low_open=True)
-    steps = check_int("num_steps", num_steps)
-    h = check_positive("value_discretization_interval", value_discretization_interval)
-    d = check_real_array("delta", delta, low=0.0, high=1.0)
-    if d.size == 0:
-        raise ValueError("delta must be a number or a non-empty array in (0, 1), got an empty array")
+    sigma, gamma, steps, h, d = (noise_multiplier, sample_rate, num_steps,
+                                 value_discretization_interval, delta)      # declared
     acc = PLDAccountant(h, neighboring="replace_one").compose(
         SelfComposedEvent(SampledWithoutReplacementEvent(gamma, GaussianEvent(sigma)), steps))
     eps = np.array([acc.get_epsilon(float(x)) for x in d.ravel()]).reshape(d.shape)

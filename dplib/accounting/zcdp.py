@@ -40,8 +40,10 @@ import math
 
 from scipy.optimize import brentq
 
-from .._validate import check_choice, check_real, shown
-from ._base import Accountant, check_delta, check_epsilon, check_noise_multiplier
+from .._constraints import Custom, Interval, Options, constrained
+from .._validate import shown
+from ._base import Accountant
+from ._params import DELTA, EPSILON, NEIGHBORING, NOISE_MULTIPLIER, SAMPLING, SCALE
 from .events import GaussianEvent, LaplaceEvent, ZCDPEvent
 from .registry import register_accountant
 
@@ -50,14 +52,23 @@ __all__ = ["gaussian_rho", "pure_dp_rho", "compose_rho", "zcdp_delta", "zcdp_eps
 
 #: The ρ the conversions take: (0, 1e100]. ρ = 0 is perfect privacy (δ = 0 at every ε ≥ 0).
 RHO_RANGE = (0.0, 1e100)
-_METHODS = ("tight", "simple")
+#: ρ ∈ (0, 1e100] (:data:`RHO_RANGE`).
+RHO = SCALE
+#: The (ε, δ) conversions: Canonne, Kamath & Steinke 2020, Cor. 13 ("tight") or
+#: Bun & Steinke 2016, Prop. 1.3 ("simple").
+METHOD = Options("tight", "simple")
 
 
-def _check_rho(rho: object) -> float:
-    """ρ ∈ (0, 1e100] (:data:`RHO_RANGE`)."""
-    return check_real("rho", rho, low=RHO_RANGE[0], high=RHO_RANGE[1], high_open=False)
+def _check_rhos(name: str, rhos: object) -> list[float]:
+    if isinstance(rhos, (str, bytes)) or not hasattr(rhos, "__iter__"):
+        raise ValueError(f"{name} must be a non-empty list of real numbers > 0, got {shown(rhos)}")
+    values = [RHO.check(name, r) for r in rhos]
+    if not values:
+        raise ValueError(f"{name} must be a non-empty list of real numbers > 0, got an empty list")
+    return values
 
 
+@constrained(noise_multiplier=NOISE_MULTIPLIER)
 def gaussian_rho(noise_multiplier: float) -> float:
     """ρ = 1/(2σ²) of the Gaussian mechanism, σ = noise std / ℓ2 sensitivity.
 
@@ -66,25 +77,21 @@ def gaussian_rho(noise_multiplier: float) -> float:
     add/remove the sensitivity of a clipped sum is the clipping norm C; under replace-one it is
     2C, so the same run has ρ = 2/σ² there (pass σ/2).
     """
-    sigma = check_noise_multiplier(noise_multiplier)
-    return 0.5 / sigma**2
+    return 0.5 / noise_multiplier**2
 
 
+@constrained(epsilon=Interval(0.0, 1e50, closed="right", family="nonneg"))
 def pure_dp_rho(epsilon: float) -> float:
     """ρ = ε²/2: an ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
-    eps = check_real("epsilon", epsilon, low=0.0, high=1e50, high_open=False)
-    return 0.5 * eps * eps
+    return 0.5 * epsilon * epsilon
 
 
+@constrained(rhos=Custom(_check_rhos, "a non-empty list of reals in (0, 1e100]",
+                        [[], None, [1.0, -1.0], [math.nan], [math.inf], "ab", 1.0, [True]]))
 def compose_rho(rhos: object) -> float:
     """ρ of running mechanisms that are ρ_1-, …, ρ_k-zCDP in sequence (adaptively):
     Σ ρ_i (Bun & Steinke 2016, Lemma 1.7). ``rhos`` is a non-empty list of ρ > 0."""
-    if isinstance(rhos, (str, bytes)) or not hasattr(rhos, "__iter__"):
-        raise ValueError(f"rhos must be a non-empty list of real numbers > 0, got {shown(rhos)}")
-    values = [check_real("rhos", r, low=0.0, high=1e100, high_open=False) for r in rhos]
-    if not values:
-        raise ValueError("rhos must be a non-empty list of real numbers > 0, got an empty list")
-    return math.fsum(values)
+    return math.fsum(rhos)
 
 
 def _log_delta_at(alpha: float, rho: float, eps: float) -> float:
@@ -108,6 +115,7 @@ def _best_alpha(rho: float, eps: float) -> float:
     return brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
 
 
+@constrained(rho=RHO, epsilon=EPSILON, method=METHOD)
 def zcdp_delta(rho: float, epsilon: float, *, method: str = "tight") -> float:
     """δ such that a ρ-zCDP mechanism is (ε, δ)-DP.
 
@@ -118,15 +126,14 @@ def zcdp_delta(rho: float, epsilon: float, *, method: str = "tight") -> float:
 
     δ is capped at 1 (every mechanism is (ε, 1)-DP).
     """
-    r = _check_rho(rho)
-    eps = check_epsilon(epsilon)
-    check_choice("method", method, _METHODS)
+    r, eps = rho, epsilon                                   # declared (checked on the call)
     if method == "simple":
         return 1.0 if eps <= r else min(1.0, math.exp(-(eps - r) ** 2 / (4.0 * r)))
     log_d = _log_delta_at(_best_alpha(r, eps), r, eps)
     return math.exp(min(log_d, 0.0))
 
 
+@constrained(rho=RHO, delta=DELTA, method=METHOD)
 def zcdp_epsilon(rho: float, delta: float, *, method: str = "tight") -> float:
     """ε such that a ρ-zCDP mechanism is (ε, δ)-DP.
 
@@ -138,9 +145,7 @@ def zcdp_epsilon(rho: float, delta: float, *, method: str = "tight") -> float:
     >>> round(zcdp_epsilon(0.5, 1e-5), 3), round(zcdp_epsilon(0.5, 1e-5, method="simple"), 3)
     (4.728, 5.299)
     """
-    r = _check_rho(rho)
-    d = check_delta(delta)
-    check_choice("method", method, _METHODS)
+    r, d = rho, delta                                       # declared
     if method == "simple":
         return r + 2.0 * math.sqrt(r * math.log(1.0 / d))
     log_d = math.log(d)
@@ -158,12 +163,12 @@ def zcdp_epsilon(rho: float, delta: float, *, method: str = "tight") -> float:
     return eps
 
 
+@constrained(epsilon=Interval(0.0, 1e6, closed="right", family="pos_noinf"), delta=DELTA)
 def rho_for_epsilon(epsilon: float, delta: float) -> float:
     """The largest ρ whose tight conversion (:func:`zcdp_epsilon`, CKS 2020 Cor. 13) gives at
     most ``epsilon`` at ``delta``: the inverse of :func:`zcdp_epsilon` in ρ (it increases with
     ρ), to a relative 1e-12, rounded down so that ``zcdp_epsilon(result, delta) <= epsilon``."""
-    eps = check_real("epsilon", epsilon, low=0.0, high=1e6, high_open=False)
-    d = check_delta(delta)
+    eps, d = epsilon, delta                                 # declared
 
     def excess(log_rho: float) -> float:
         return zcdp_epsilon(math.exp(log_rho), d) - eps
@@ -204,10 +209,11 @@ class ZCDPAccountant(Accountant):
     (1.25, 8.078)
     """
 
+    @constrained(neighboring=NEIGHBORING, method=METHOD, sampling=SAMPLING)
     def __init__(self, *, neighboring: str = "add_remove", method: str = "tight",
                  sampling: str = "poisson") -> None:
         super().__init__(neighboring=neighboring, sampling=sampling)
-        self.method = check_choice("method", method, _METHODS)
+        self.method = method
         self._rho = 0.0
 
     def _check_supported(self, leaf) -> None:
@@ -243,11 +249,13 @@ class ZCDPAccountant(Accountant):
         """The composed ρ (Bun & Steinke 2016, Lemma 1.7)."""
         return self._rho
 
+    @constrained(delta=DELTA)
     def get_epsilon(self, delta: float) -> float:
         """ε such that the history is (ε, δ)-DP (:func:`zcdp_epsilon`)."""
         self._require_history()
         return zcdp_epsilon(min(max(self._rho, 1e-300), RHO_RANGE[1]), delta, method=self.method)
 
+    @constrained(epsilon=EPSILON)
     def get_delta(self, epsilon: float) -> float:
         """δ such that the history is (ε, δ)-DP (:func:`zcdp_delta`)."""
         self._require_history()

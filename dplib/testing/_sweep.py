@@ -1,7 +1,10 @@
 """The machinery of the bad-input sweep: bad-value families, table entries and cases.
 
 :class:`Spec` is one table entry (a public callable, a valid call, the kind of each parameter to
-spoil); :func:`cases` turns entries into concrete calls with one bad value each; :func:`check_case`
+spoil); :func:`cases` turns entries into concrete calls with one bad value each — for a callable
+whose parameters are declared (:func:`dplib._constraints.constrained`) the bad values of each
+declared parameter come from its declaration (:func:`declared_bad_values`), and the entry's
+``params`` only add the hostile values a declaration cannot state; :func:`check_case`
 checks the contract on one (a ``ValueError``/``TypeError`` naming the parameter, never a returned
 value); :func:`public_callables` finds what must be swept. The tables (``bad_inputs_*``) import
 this module; :mod:`dplib.testing.bad_inputs` gathers them.
@@ -18,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 import dplib
+from dplib._constraints import Constraint, constraints_of
 
 NAN, INF = float("nan"), float("inf")
 
@@ -83,6 +87,8 @@ class Spec:
     params: dict = field(default_factory=dict)   # param -> family name or explicit list
     # how a bad value must be named in the message, when not the parameter name itself
     names: dict = field(default_factory=dict)
+    # take the bad values of the callable's declared parameters from their declarations
+    derive: bool = True
 
 
 def call_spec(spec: Spec, param: str | None = None, value: Any = None) -> Any:
@@ -131,12 +137,45 @@ class Case:
         return self.spec.names.get(self.param, self.param)
 
 
+def _key(value: Any) -> tuple:
+    return type(value).__name__, repr(value)
+
+
+def declared_bad_values(constraint: Constraint) -> list:
+    """The values a declared parameter must refuse: the declaration's own
+    (:meth:`~dplib._constraints.Constraint.bad_values`) and those of the family it names."""
+    values = list(constraint.bad_values())
+    if constraint.family is not None:
+        values += BAD[constraint.family]
+    seen, out = set(), []
+    for v in values:
+        if _key(v) not in seen:
+            seen.add(_key(v))
+            out.append(v)
+    return out
+
+
+def declared(spec: Spec) -> dict[str, Constraint]:
+    """The declared constraints of the spec's callable (empty if none, or if the entry opts
+    out with ``derive=False``)."""
+    return constraints_of(spec.target()) if spec.derive else {}
+
+
 def cases(specs: list[Spec]) -> list[Case]:
+    """One case per (parameter, bad value): the declared parameters' bad values
+    (:func:`declared_bad_values`) and the entry's ``params``, without repeats."""
     out = []
     for s in specs:
+        table: dict[str, list] = {p: declared_bad_values(c) for p, c in declared(s).items()}
         for param, kind in s.params.items():
-            values = BAD[kind] if isinstance(kind, str) else kind
-            out.extend(Case(s, param, v) for v in values)
+            table.setdefault(param, [])
+            table[param] = table[param] + list(BAD[kind] if isinstance(kind, str) else kind)
+        for param, values in table.items():
+            seen = set()
+            for v in values:
+                if _key(v) not in seen:
+                    seen.add(_key(v))
+                    out.append(Case(s, param, v))
     return out
 
 
