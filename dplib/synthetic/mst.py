@@ -60,6 +60,19 @@ class MSTBudget:
     sigma_two_way: float
     n_columns: int
 
+    @property
+    def event(self):
+        """An MST run with this budget as a dplib event: d Gaussian measurements (noise
+        multiplier σ₁, L2 sensitivity 1), d − 1 exponential-mechanism selections (ρ = ε_sel²/8
+        each, :class:`~dplib.accounting.ZCDPEvent`; Cesar & Rogers 2021), d − 1 Gaussian
+        measurements (σ₂); add/remove. It depends on the budget only, not on the data or the
+        selected tree (McKenna, Miklau & Sheldon 2021, Algorithm 1)."""
+        from ..accounting import ComposedEvent, GaussianEvent, SelfComposedEvent, ZCDPEvent
+        d = self.n_columns
+        return ComposedEvent((SelfComposedEvent(GaussianEvent(self.sigma_one_way), d),
+                              SelfComposedEvent(ZCDPEvent(self.epsilon_select ** 2 / 8), d - 1),
+                              SelfComposedEvent(GaussianEvent(self.sigma_two_way), d - 1)))
+
 
 def mst_budget(epsilon: float, delta: float, n_columns: int) -> MSTBudget:
     """ρ for (ε, δ) (:func:`dplib.accounting.rho_for_epsilon`) split ρ/3 each: σ₁ = √(d/(2ρ₁)) (d Gaussian
@@ -96,13 +109,9 @@ class MSTResult:
         """The run as a dplib event: d Gaussian measurements (noise multiplier σ₁, L2
         sensitivity 1), d − 1 exponential-mechanism selections (ρ = ε_sel²/8 each,
         :class:`~dplib.accounting.ZCDPEvent`), d − 1 Gaussian measurements (σ₂); add/remove.
-        Accountants and :func:`dplib.reporting.privacy_report` read it."""
-        from ..accounting import ComposedEvent, GaussianEvent, SelfComposedEvent, ZCDPEvent
-        b = self.budget
-        d = b.n_columns
-        return ComposedEvent((SelfComposedEvent(GaussianEvent(b.sigma_one_way), d),
-                              SelfComposedEvent(ZCDPEvent(b.epsilon_select ** 2 / 8), d - 1),
-                              SelfComposedEvent(GaussianEvent(b.sigma_two_way), d - 1)))
+        Accountants and :func:`dplib.reporting.privacy_report` read it; it is
+        ``budget.event`` (:attr:`MSTBudget.event`)."""
+        return self.budget.event
 
     @property
     def rho(self) -> float:

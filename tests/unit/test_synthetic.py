@@ -297,3 +297,13 @@ def test_stored_synthetic_utility_run_is_consistent(adult):
     audits = store["audits"]
     assert not audits["mwem"]["refutes"] and not audits["mst"]["refutes"]
     assert all(a["epsilon_lower"] <= a["epsilon"] for a in audits["mwem_ladder"])
+
+
+def test_mst_budget_event_is_the_runs_event_without_a_run():
+    # chapter 14 reports MST's guarantee from its budget alone (the run is read from the store)
+    from dplib.accounting import RDPAccountant, ZCDPAccountant
+    b = S.mst_budget(1.0, 1e-5, 7)
+    assert ZCDPAccountant().compose(b.event).rho == pytest.approx(b.rho, rel=1e-12)
+    assert RDPAccountant().compose(b.event).get_epsilon(1e-5) == pytest.approx(1.0, rel=5e-3)
+    assert S.mst_budget(2.0, 1e-5, 7).event != b.event
+    assert S.mst_budget(1.0, 1e-5, 6).event != b.event
