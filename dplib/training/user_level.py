@@ -292,8 +292,8 @@ def group_epsilon(epsilon_of_delta: Callable[[float], float], k: int, delta: flo
        optimum is therefore at the LARGEST feasible δ'.
     2. The constraint g(δ') = δ'·Σ_{j<k} e^{jε(δ')} ≤ δ is not monotone in general (δ' grows
        while ε(δ') falls), so the largest feasible δ' is bracketed first: ``grid`` values of δ'
-       log-spaced in [1e-300, δ] (the points of the former grid search), the largest feasible
-       one δ_lo and the next one δ_hi (infeasible).
+       log-spaced in [1e-300, δ] (200 by default), the largest feasible one δ_lo and the next
+       one δ_hi (infeasible).
     3. Bisection in log δ' on [δ_lo, δ_hi] keeps the invariant "δ_lo feasible, δ_hi not" until
        the two are adjacent doubles, and returns k·ε(δ_lo).
 
@@ -301,8 +301,8 @@ def group_epsilon(epsilon_of_delta: Callable[[float], float], k: int, delta: flo
     lemma's formula), so it is a valid group ε and never below the optimum of the formula; it is
     never above the grid minimum of step 2; and it is the optimum whenever the feasible set has no
     part beyond δ_hi that the bracketing grid misses — for instance when g is non-decreasing
-    beyond δ_lo, the case of the subsampled-Gaussian runs of this book (tested against a grid
-    of 20,000 points). Tighter group analyses exist (Charles et al. 2024 derive a tight
+    beyond δ_lo (tests/unit/test_user_level.py compares it with grids of 20,000 values of δ' for
+    the Gaussian mechanism's zCDP curve and with finer grids for a DP-SGD run). Tighter group analyses exist (Charles et al. 2024 derive a tight
     accountant for ELS); this is the generic lemma, what a record-level guarantee alone
     implies."""
     k = check_int("k", k)

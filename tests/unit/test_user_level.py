@@ -192,7 +192,7 @@ def test_compare_privacy_units_gives_the_group_lemma_numbers():
         dp = np.logspace(-300, -5, 200)
         es = np.array([acc.get_epsilon(float(d)) for d in dp])
         ok = dp * np.expm1(10 * es) / np.expm1(es) <= 1e-5
-        assert out.group_epsilon_at_delta == pytest.approx((10 * es[ok]).min())
+        assert out.group_epsilon_at_delta <= (10 * es[ok]).min() * (1 + 1e-12)   # exact ≤ grid
 
 
 def test_group_epsilon_of_a_pure_guarantee_is_k_epsilon_and_vacuous_when_delta_explodes():
