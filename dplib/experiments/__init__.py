@@ -20,5 +20,7 @@ nothing heavy: each module imports torch (if it needs it) itself.
   the audits that refute the broken sparse-vector variants and the local-sensitivity median
   (:mod:`dplib.selection` holds the algorithms).
 * :mod:`dplib.experiments.finetune` — chapter 13: fine-tuning a pretrained model privately
-  (from scratch, last layer, bias terms, LoRA, all weights).
+  (from scratch, last layer, bias terms, LoRA, all weights) on the digits;
+  :mod:`dplib.experiments.finetune_text` — the same comparison for the tiny GPT-2 on private
+  reviews.
 """

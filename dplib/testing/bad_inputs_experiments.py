@@ -8,6 +8,9 @@ __all__ = ["EXPERIMENTS_EXCLUDED", "experiments_specs"]
 
 _DRIVER = ("experiment driver (trains models for minutes); validates its arguments with the "
            "checks the swept functions use; tested in tests/unit/test_experiments_finetune.py")
+_TEXT_DRIVER = ("experiment driver (trains the tiny GPT-2 for tens of seconds per row); validates "
+                "its arguments with the checks the swept functions use; tested in "
+                "tests/unit/test_experiments_finetune_text.py")
 #: This topic's public callables that are not swept, with the reason; merged into
 #: :data:`~dplib.testing.bad_inputs.EXCLUDED` when this module is imported (by ``all_specs``).
 EXPERIMENTS_EXCLUDED: dict[str, str] = {
@@ -15,6 +18,8 @@ EXPERIMENTS_EXCLUDED: dict[str, str] = {
     "dplib.experiments.finetune.pretrain_digits": _DRIVER,
     "dplib.experiments.finetune.finetune_digits": _DRIVER,
     "dplib.experiments.finetune.utility_table": _DRIVER,
+    "dplib.experiments.finetune_text.finetune_text": _TEXT_DRIVER,
+    "dplib.experiments.finetune_text.text_utility_table": _TEXT_DRIVER,
     "dplib.experiments.finetune.text_classifier": "loads the stored tiny GPT-2 (seconds); "
                                                   "validated by its own checks, tested in "
                                                   "tests/unit/test_experiments_finetune.py",
