@@ -21,7 +21,10 @@ With ``--url``, the student notebook's ``TESTS_URL`` is set to ``URL/NAME/tests.
 Colab its first cell downloads the public tests by itself (publish ``student/tests.zip`` there).
 
 ``OUT`` is taken relative to the folder the command runs in (Otter itself runs in
-``assignments/``). The autograder zip's environment installs ``assignments/requirements.txt``:
+``assignments/``). Otter Assign grades each assignment's solutions with its autograder zip before
+it writes anything (a broken master fails here); ``--no-run-tests``, or the environment variable
+``DPBOOK_ASSIGN_NO_RUN_TESTS=1``, skips that run, for a caller that grades the solutions with
+the same zip itself (``tests/assignments`` does, and checks every question's points). The autograder zip's environment installs ``assignments/requirements.txt``:
 every package the notebooks import, and ``dplib`` at the commit the notebooks pin.
 """
 from __future__ import annotations
@@ -155,15 +158,49 @@ class Grade:
 
 def grade(autograder_zip: Path, submission: Path) -> Grade:
     """Grade one submission locally, without Docker (``otter run``), and return the scores."""
-    with _tempdir() as tmp:
-        proc = subprocess.run(
-            _otter() + ["run", "-a", str(autograder_zip), "-o", str(tmp), "--no-logo",
-                        str(submission)],
-            capture_output=True, text=True)
+    return grade_many({None: (autograder_zip, submission)}, workers=1)[None]
+
+
+def grade_many(jobs: dict, workers: int = 2) -> dict:
+    """Grade every submission of ``jobs`` (key -> (autograder zip, submission)), ``workers`` at a
+    time, in the order given; return key -> :class:`Grade`.
+
+    Each worker is a process that imports Otter once and then runs, for each submission it is
+    handed, what ``otter run -a ZIP SUBMISSION`` runs (:func:`otter.run.main`): the autograder
+    unpacked into a fresh folder and the submission executed in a fresh kernel, then every test.
+    Nothing but the imported Otter is shared between two gradings.
+    """
+    import multiprocessing
+
+    # Forked, not spawned: a spawned worker would import the caller's __main__ again.
+    ctx = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max(1, workers), mp_context=ctx) as pool:
+        futures = {key: pool.submit(_otter_run, str(Path(zip_).resolve()),
+                                    str(Path(submission).resolve()))
+                   for key, (zip_, submission) in jobs.items()}
+        return {key: _grade_of(f.result()) for key, f in futures.items()}
+
+
+def _otter_run(autograder_zip: str, submission: str) -> dict:
+    """``otter run -a autograder_zip --no-logo submission`` in this process: its results JSON."""
+    import traceback
+
+    from otter.run import capture_run_output, main as otter_run
+
+    with _tempdir() as tmp, capture_run_output() as output:
+        try:
+            otter_run(submission, autograder=autograder_zip, output_dir=str(tmp), no_logo=True)
+        except Exception:
+            raise RuntimeError(f"otter run failed on {submission}:\n{output.getvalue()}\n"
+                               f"{traceback.format_exc()}") from None
         results = tmp / "results.json"
-        if proc.returncode != 0 or not results.exists():
-            raise RuntimeError(f"otter run failed on {submission}:\n{proc.stdout}\n{proc.stderr}")
-        data = json.loads(results.read_text())
+        if not results.exists():
+            raise RuntimeError(f"otter run wrote no results for {submission}:\n"
+                               f"{output.getvalue()}")
+        return json.loads(results.read_text())
+
+
+def _grade_of(data: dict) -> Grade:
     per_question: dict[str, tuple[float, float]] = {}
     outputs: dict[str, str] = {}
     for test in data["tests"]:
@@ -192,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default=None,
                         help="where OUT/NAME/student/tests.zip will be published (for Colab)")
     parser.add_argument("--no-run-tests", action="store_true",
-                        help="skip Otter's check of the solutions against the tests")
+                        default=os.environ.get("DPBOOK_ASSIGN_NO_RUN_TESTS", "") not in ("", "0"),
+                        help="skip Otter's check of the solutions against the tests (also "
+                             "DPBOOK_ASSIGN_NO_RUN_TESTS=1)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="assignments generated at a time (each runs its solutions)")
     parser.add_argument("names", nargs="*", help="only these assignments (file stems)")

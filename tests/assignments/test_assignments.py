@@ -13,13 +13,17 @@ For every master notebook in ``assignments/`` (so a new assignment is covered by
   when it ran once before they were uploaded, and never a tests.zip that is not the one made
   with the notebook.
 
-Grading runs the notebooks in a kernel, a few seconds each; the runs are done in parallel once
-per session (``grades`` below).
+Grading runs the notebooks in a kernel, a few seconds each; the runs are done once per session,
+two at a time (``grades`` below), each kernel with one BLAS/OpenMP thread as ``make test`` gives
+the other tests (torch's default threads oversubscribe two cores). Otter Assign's own grading of
+the solutions (``run_tests`` in each master) is skipped in ``make assignments`` here: it runs the
+same autograder zip on the same solution notebook as ``test_solution_gets_full_marks``, which
+checks more (every question's points).
 """
 from __future__ import annotations
 
 import ast
-import concurrent.futures
+import functools
 import os
 import re
 import shutil
@@ -38,7 +42,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-from assignments import (environment_requirements, generate, grade,  # noqa: E402
+from assignments import (environment_requirements, generate, grade_many,  # noqa: E402
                          master_notebooks, read_generated)
 from sync_notebooks import OTTER_LINE, REF_LINE, REPO_LINE, repository_url  # noqa: E402
 
@@ -371,7 +375,9 @@ def made(tmp_path_factory) -> Path:
     """The repository copy in which `make assignments` ran, as the README gives it."""
     repo = _copy_for_make(tmp_path_factory.mktemp("make") / "repo")
     before = sorted(p.relative_to(repo) for p in (repo / "assignments").rglob("*"))
-    proc = subprocess.run(["make", "assignments"], cwd=repo, capture_output=True, text=True)
+    # Otter Assign's run of the solutions is test_solution_gets_full_marks' grading (see above).
+    proc = subprocess.run(["make", "assignments"], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "DPBOOK_ASSIGN_NO_RUN_TESTS": "1"})
     assert proc.returncode == 0, f"make assignments failed:\n{proc.stdout}\n{proc.stderr}"
     after = sorted(p.relative_to(repo) for p in (repo / "assignments").rglob("*"))
     assert after == before, "make assignments wrote into assignments/"
@@ -386,7 +392,10 @@ def generated(made):
 
 @pytest.fixture(scope="session")
 def grades(generated, tmp_path_factory):
-    """Every grading run of the session, in parallel: (name, kind) -> Grade."""
+    """Every grading run of the session, two at a time: (name, kind) -> Grade.
+
+    The full runs (solutions, mistakes) go first, the longest first, so that neither of the two
+    workers is left with a long run at the end."""
     tmp = tmp_path_factory.mktemp("wrong")
     jobs = {}
     for name, g in generated.items():
@@ -395,11 +404,28 @@ def grades(generated, tmp_path_factory):
         if name in MISTAKES:
             jobs[(name, "wrong")] = with_mistakes(g.solution, MISTAKES[name],
                                                   tmp / f"{name}.ipynb")
-    workers = max(1, min(4, os.cpu_count() or 1))
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = {key: pool.submit(grade, generated[key[0]].autograder, path)
-                   for key, path in jobs.items()}
-        return {key: f.result() for key, f in futures.items()}
+    order = sorted(jobs, key=lambda key: (key[1] == "student", -_cost(key[0])))
+    env = {var: os.environ.get(var) for var in THREAD_VARS}
+    for var in THREAD_VARS:                                 # inherited by the kernels
+        os.environ.setdefault(var, "1")
+    try:
+        return grade_many({key: (generated[key[0]].autograder, jobs[key]) for key in order},
+                          workers=2)
+    finally:
+        for var, value in env.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _cost(name: str) -> int:
+    """How long a notebook's run is, roughly: the lines of code it runs (its tests included)."""
+    nb = nbformat.read(ROOT / "assignments" / f"{name}.ipynb", as_version=4)
+    return sum(len(c.source.splitlines()) for c in nb.cells if c.cell_type == "code")
 
 
 def test_make_assignments_writes_every_assignment(made, generated):
@@ -508,12 +534,18 @@ def _distribution(requirement: str) -> str:
     return canonicalize_name(Requirement(requirement).name)
 
 
+@functools.cache
+def _providers() -> dict[str, list[str]]:
+    """Module -> the installed distributions that provide it (read once: it scans them all)."""
+    return packages_distributions()
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_autograder_environment_installs_every_import(generated, name):
     """Each import of the notebook is installed by the autograder zip's environment itself,
     not through another package's dependencies (torch, for one, is no dependency of dplib)."""
     installed = {_distribution(r) for r in environment_requirements(generated[name].autograder)}
-    providers = packages_distributions()
+    providers = _providers()
     missing = {}
     for module in sorted(_imports(ROOT / "assignments" / f"{name}.ipynb")):
         if module in sys.stdlib_module_names:
