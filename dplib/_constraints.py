@@ -37,6 +37,14 @@ declared function is swept without a table entry of parameter kinds. A table ent
 the valid call, and the hostile values a declaration cannot state (a value valid alone but not
 with the others).
 
+Where it stands. :mod:`dplib.accounting` is the first package declared this way: its 61 sweep
+entries made 873 bad-input cases from hand-written tables and make 1,949 from the declarations
+(every earlier case is among them; the few values a declaration cannot state — δ too large for
+T·q, an RDP curve of the wrong length — stay as the entries' extras). The cost per call is a few
+microseconds (about 7 µs for three checked arguments, measured; the body checks it replaced
+took longer, since they formatted the allowed range before testing the value).
+tests/audit/test_constraints.py lists the packages not yet declared and prints what each has left.
+
 How to add a function: decorate it with ``@constrained(param=Constraint, ...)`` for each
 parameter a caller can get wrong (reuse the shared declarations of the topic, e.g.
 ``dplib.accounting._params``), delete the body checks the declaration now does, and give the
@@ -84,6 +92,10 @@ class Constraint:
         return f"{type(self).__name__}({self.describe()})"
 
 
+#: Types whose values are checked without building a message first (bool is not among them).
+_FAST_INTS = frozenset({int, np.int64, np.int32})
+_FAST_REALS = frozenset({float, np.float64, np.float32}) | _FAST_INTS
+
 _CLOSED = {"neither": (True, True), "left": (False, True), "right": (True, False),
            "both": (False, False)}
 
@@ -116,7 +128,7 @@ class Interval(Constraint):
         self.family = family or _INTERVAL_FAMILIES.get((self.low, self.high, closed))
 
     def check(self, name: str, value: object) -> float:
-        if type(value) is float or type(value) is int:      # the common case, without formatting
+        if type(value) in _FAST_REALS:          # the common case, without formatting a message
             x = float(value)
             if ((self.low < x if self.low_open else self.low <= x)
                     and (x < self.high if self.high_open else x <= self.high)):
@@ -159,8 +171,8 @@ class Integer(Constraint):
         self.family = family or {1: "int1", 0: "int0"}.get(self.min)
 
     def check(self, name: str, value: object) -> int:
-        if type(value) is int and value >= self.min:        # the common case
-            return value
+        if type(value) in _FAST_INTS and value >= self.min:        # the common case
+            return int(value)
         return check_int(name, value, low=self.min)
 
     def describe(self) -> str:

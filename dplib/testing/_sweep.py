@@ -89,6 +89,8 @@ class Spec:
     names: dict = field(default_factory=dict)
     # take the bad values of the callable's declared parameters from their declarations
     derive: bool = True
+    # the declarations, once read (reading them builds the target once)
+    _declared: dict | None = field(default=None, init=False, repr=False, compare=False)
 
 
 def call_spec(spec: Spec, param: str | None = None, value: Any = None) -> Any:
@@ -158,7 +160,11 @@ def declared_bad_values(constraint: Constraint) -> list:
 def declared(spec: Spec) -> dict[str, Constraint]:
     """The declared constraints of the spec's callable (empty if none, or if the entry opts
     out with ``derive=False``)."""
-    return constraints_of(spec.target()) if spec.derive else {}
+    if not spec.derive:
+        return {}
+    if spec._declared is None:
+        spec._declared = constraints_of(spec.target())
+    return spec._declared
 
 
 def cases(specs: list[Spec]) -> list[Case]:
