@@ -37,18 +37,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import json
 import math
 import os
 import platform
 import resource
 import shlex
-import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -58,6 +54,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from _timing import import_checkout, sync, time_methods      # benchmarks/_timing.py
 from dplib.provenance import run_provenance
 from dplib.experiments.dpsgd_tables import SPEED_TABLE as STORE
 from dplib.training import ghost_plan, make_cnn, make_mlp, make_transformer, noisy_gradient
@@ -92,15 +89,9 @@ BEFORE = {}          # "before vmap"/"before ghost" → that checkout's noisy_gr
 
 
 def load_before(checkout: str) -> None:
-    """Import ``checkout``/dplib as the package ``dplib_before`` (a copy in a temporary folder:
-    its imports inside the package are relative), for the ``before`` methods."""
-    src = Path(checkout) / "dplib"
-    if not (src / "__init__.py").is_file():
-        raise ValueError(f"--before must be a checkout with a dplib package, got {checkout!r}")
-    dest = Path(tempfile.mkdtemp()) / "dplib_before"
-    shutil.copytree(src, dest)
-    sys.path.insert(0, str(dest.parent))
-    BEFORE["noisy_gradient"] = importlib.import_module("dplib_before.training").noisy_gradient
+    """Import ``checkout``/dplib as the package ``dplib_before``
+    (:func:`_timing.import_checkout`), for the ``before`` methods."""
+    BEFORE["noisy_gradient"] = import_checkout(checkout).noisy_gradient
 
 
 def build(method: str, base: nn.Module, x, y, lr: float = 0.01):
@@ -190,27 +181,6 @@ def build(method: str, base: nn.Module, x, y, lr: float = 0.01):
             opt.step()
         return step
     raise ValueError(f"unknown method {method!r}")
-
-
-def sync(device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def time_methods(steps_fns: dict, device, steps: int, rounds: int, warmup: int) -> dict:
-    for fn in steps_fns.values():
-        for _ in range(warmup):
-            fn()
-    per_round: dict[str, list[float]] = {m: [] for m in steps_fns}
-    for _ in range(rounds):
-        for m, fn in steps_fns.items():
-            sync(device)
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                fn()
-            sync(device)
-            per_round[m].append((time.perf_counter() - t0) / steps * 1e3)
-    return {m: statistics.median(v) for m, v in per_round.items()}
 
 
 def peak_memory_mb(method: str, kind: str, batch: int, device, steps: int = 3) -> float:

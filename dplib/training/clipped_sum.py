@@ -33,6 +33,8 @@ unsupported layers — is refused once, before training, by the pre-flight
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from operator import is_
 from typing import Callable
 
 import torch
@@ -47,18 +49,16 @@ __all__ = ["private_clipped_sum", "exact_clipped_sum", "private_per_example_grad
            "StateSnapshot"]
 
 
-_SLOTS = ("_parameters", "_buffers", "_modules")
 _CONTAINERS = (dict, list, set)
+_PLAIN_CONTAINERS = frozenset({dict, OrderedDict, list, set})    # exact types: no own __len__
+_ATOMS = frozenset({bool, int, float, str, type(None)})
 
 
-def _contents(v: object) -> object:
-    """What a Python container holds, by identity (a hook registry, a list a forward appends
-    to): compared by :meth:`StateSnapshot.changed`, refilled by :meth:`StateSnapshot.restore`."""
-    if not v:
-        return ()
-    if isinstance(v, dict):
-        return [(k, id(x)) for k, x in v.items()]
-    return [id(x) for x in v]
+def _same_dict(v: dict, saved: dict) -> bool:
+    """Whether ``v`` holds the same keys, in the same order, bound to the very same objects as
+    ``saved`` (identity, not ``==``: a value's own ``__eq__`` is never called)."""
+    return len(v) == len(saved) and all(map(is_, v.values(), saved.values())) \
+        and list(v) == list(saved)          # keys: identical or equal (list == tries `is` first)
 
 
 class StateSnapshot:
@@ -66,89 +66,139 @@ class StateSnapshot:
     and to undo it (:meth:`restore`): every parameter's and buffer's values, version counter,
     storage, shape and ``requires_grad``; every module attribute (a tensor attribute's values
     and version too) and the contents of Python containers held as attributes (hook
-    registries, a list a forward appends to). Not seen: an in-place write through ``.data``
-    (it keeps the version counter; comparing every value on every step would cost more than the
-    step's noise), a global variable, a file, a module outside the model — deliberate code, not
-    slips: read the model before training it on private data.
+    registries, a list a forward appends to; a module's parameter, buffer and submodule
+    registries). Not seen: an in-place write through ``.data`` (it keeps the version counter;
+    comparing every value on every step would cost more than the step's noise), a global
+    variable, a file, a module outside the model — deliberate code, not slips: read the model
+    before training it on private data.
 
-    A trainer keeps one snapshot for the run and calls :meth:`refresh` before each step (the
-    saved values are copied into buffers allocated once)."""
+    Every comparison is by identity (``is``), version counter, storage pointer, shape and flag —
+    never by a value's own ``__eq__`` — and in order. A trainer keeps one snapshot for the run
+    and calls :meth:`refresh` before each step: where the model's structure (modules, attributes,
+    container contents) is what the last snapshot saw — the common case, only the parameters'
+    values moved — only the tensors are read and their values copied (into buffers allocated
+    once); the saved values are always copied anew, so a write between steps that kept the
+    version counter (``p.data``) is never undone."""
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model
         self.tensors: list = []
+        self._entries: list | None = None
         self.refresh()
 
-    def _marks(self) -> list:
-        """One pass over the modules: identities, versions, storage, shapes, flags, contents."""
-        out = []
+    # --- taking ---------------------------------------------------------------------------
+    def _take_structure(self) -> None:
+        """Every module's attributes (a copy of its ``__dict__``), its containers' contents and
+        its tensor attributes, and the list of distinct parameters and buffers."""
+        entries, seen, tensors = [], set(), []
         for m in self.model.modules():
-            for t in (*m._parameters.values(), *m._buffers.values()):
-                out.append(None if t is None else (id(t), t._version, t.data_ptr(),
-                                                   t.shape, t.requires_grad))
-            for k, v in vars(m).items():
-                if k in _SLOTS:
+            attrs = vars(m).copy()
+            empty, full, tattrs = [], [], []
+            for k, v in attrs.items():
+                t = type(v)
+                if t in _ATOMS:                      # neither a tensor nor a container
                     continue
-                if isinstance(v, torch.Tensor):
-                    out.append((k, id(v), v._version, v.data_ptr(), v.shape))
+                if t in _PLAIN_CONTAINERS and not v:   # most of them: empty hook registries
+                    empty.append(v)
+                elif isinstance(v, torch.Tensor):
+                    tattrs.append((k, v, None, None))        # value and marks: _take_tensors
                 elif isinstance(v, _CONTAINERS):
-                    out.append((k, id(v), _contents(v)))
-                else:
-                    out.append((k, id(v)))
-        return out
+                    if not v:
+                        empty.append(v)
+                    elif isinstance(v, set):               # a set's copy may iterate otherwise
+                        full.append((k, v, v.copy(), [id(x) for x in v]))
+                    else:
+                        full.append((k, v, v.copy(), None))
+            for t in (*m._parameters.values(), *m._buffers.values()):
+                if t is not None and id(t) not in seen:
+                    seen.add(id(t))
+                    tensors.append(t)
+            entries.append([m, attrs, tuple(empty), full, tattrs])
+        self._entries = entries
+        old = {id(t): saved for t, saved, *_ in self.tensors}
+        self.tensors = [(t, old.get(id(t))) for t in tensors]
 
-    def refresh(self) -> None:
-        """Take the snapshot anew (the model as it is now)."""
-        model = self.model
-        tensors = list({id(t): t for t in (*model.parameters(), *model.buffers())}.values())
-        old = {id(t): saved for t, saved, _ in self.tensors}
-        self.tensors = []
-        for t in tensors:
-            saved = old.get(id(t))
+    def _take_tensors(self) -> None:
+        """Copy every parameter's and buffer's values (into buffers reused while they fit) and
+        read its marks; clone every tensor attribute and read its marks."""
+        out = []
+        for t, saved, *_ in self.tensors:
             if saved is None or saved.shape != t.shape or saved.dtype != t.dtype \
                     or saved.device != t.device:
                 saved = torch.empty_like(t.detach())
-            self.tensors.append((t, saved, t.requires_grad))
+            out.append((t, saved, t.requires_grad, t._version, t.data_ptr(), t.shape))
+        self.tensors = out
         with torch.no_grad():
-            torch._foreach_copy_([s for _, s, _ in self.tensors],
-                                 [t.detach() for t, _, _ in self.tensors])
-        self.attrs = []
-        for m in model.modules():
-            attrs = vars(m).copy()
-            saved = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v.copy()
-                     for k, v in attrs.items() if k not in _SLOTS and (
-                         isinstance(v, torch.Tensor) or (isinstance(v, _CONTAINERS) and v))}
-            self.attrs.append((m, attrs, saved, m._parameters.copy(), m._buffers.copy()))
-        self.marks = self._marks()
+            torch._foreach_copy_([s for _, s, *_ in out], [t.detach() for t, *_ in out])
+        for e in self._entries:
+            if e[4]:
+                e[4] = [(k, v, v.detach().clone(), (v._version, v.data_ptr(), v.shape))
+                        for k, v, _, _ in e[4]]
+
+    def refresh(self) -> None:
+        """Take the snapshot anew (the model as it is now): the structure only where it moved
+        since the last snapshot, the tensors always."""
+        if self._entries is None or not self._same_structure():
+            self._take_structure()
+        self._take_tensors()
+
+    # --- comparing ------------------------------------------------------------------------
+    def _same_structure(self) -> bool:
+        """Whether every module's attributes and containers are as the snapshot saw them
+        (identities and contents; tensors' versions aside)."""
+        for m, attrs, empty, full, _ in self._entries:
+            if not _same_dict(vars(m), attrs) or any(map(len, empty)):
+                return False
+            for _, v, saved, ids in full:
+                if ids is not None:
+                    if len(v) != len(ids) or [id(x) for x in v] != ids:
+                        return False
+                elif isinstance(v, dict):
+                    if not _same_dict(v, saved):
+                        return False
+                elif len(v) != len(saved) or not all(map(is_, v, saved)):
+                    return False
+        return True
+
+    def _same_tensors(self) -> bool:
+        for t, _, flag, version, ptr, shape in self.tensors:
+            if t._version != version or t.data_ptr() != ptr or t.shape != shape \
+                    or t.requires_grad != flag:
+                return False
+        for e in self._entries:
+            for _, v, _, marks in e[4]:
+                if (v._version, v.data_ptr(), v.shape) != marks:
+                    return False
+        return True
 
     def changed(self) -> bool:
         """Whether anything was written since the snapshot (or the last :meth:`restore`)."""
-        return self._marks() != self.marks
+        return not (self._same_structure() and self._same_tensors())
 
+    # --- undoing --------------------------------------------------------------------------
     def restore(self) -> None:
         """Put every saved object back, every saved value into its tensor (its storage and shape
-        too, if they were replaced) and every container's contents back."""
-        for m, attrs, saved, params, bufs in self.attrs:
-            for k in [k for k in vars(m) if k not in attrs]:
-                delattr(m, k)
-            vars(m).update(attrs)
-            for k, v in attrs.items():
-                if k in _SLOTS:
-                    continue
-                if isinstance(v, torch.Tensor):
-                    _put(v, saved[k])
-                elif isinstance(v, _CONTAINERS):
-                    v.clear()                     # refilled from the copy (none: it was empty)
-                    if k in saved:
-                        v.extend(saved[k]) if isinstance(v, list) else v.update(saved[k])
-            m._parameters.clear()
-            m._parameters.update(params)
-            m._buffers.clear()
-            m._buffers.update(bufs)
-        for t, saved, grad_flag in self.tensors:
+        too, if they were replaced) and every container's contents back; then take the
+        snapshot of the restored model."""
+        for m, attrs, empty, full, tattrs in self._entries:
+            d = vars(m)
+            for k in [k for k in d if k not in attrs]:
+                del d[k]                          # not delattr: no code of the model runs
+            for k, v in attrs.items():                 # rebound or deleted: put back
+                if k not in d or d[k] is not v:
+                    d[k] = v
+            for v in empty:
+                v.clear()
+            for _, v, saved, _ in full:
+                v.clear()
+                v.extend(saved) if isinstance(v, list) else v.update(saved)
+            for _, v, saved, _ in tattrs:
+                _put(v, saved)
+        for t, saved, flag, *_ in self.tensors:
             _put(t, saved)
-            t.requires_grad_(grad_flag)
-        self.marks = self._marks()
+            t.requires_grad_(flag)
+        self._take_structure()
+        self._take_tensors()
 
 
 def _put(t: torch.Tensor, saved: torch.Tensor) -> None:

@@ -101,8 +101,13 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
                          f"{shown(model)}"[:300])
     out, owner = [], {}
     for name, m in model.named_modules(remove_duplicate=False):
-        own = [p for p in m.parameters(recurse=False) if p.requires_grad]
-        if not own:
+        # m.named_parameters(recurse=False), read directly (this runs at every step)
+        named, ids = [], set()
+        for k, p in m._parameters.items():
+            if p is not None and id(p) not in ids:
+                ids.add(id(p))
+                named.append((k, p))
+        if not any(p.requires_grad for _, p in named):
             continue
         if not isinstance(m, GHOST_LAYERS) and not is_hf_conv1d(m):
             raise ValueError(
@@ -119,7 +124,7 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
                              "the looked-up rows in place during the forward pass: an "
                              "un-noised change that reveals which tokens were in the batch. "
                              "Use max_norm=None.")
-        for k, p in m.named_parameters(recurse=False):
+        for k, p in named:
             if not p.requires_grad:
                 continue
             if id(p) in owner and owner[id(p)] != name:
@@ -129,8 +134,7 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
                     "ghost path computes each layer's norm alone, not the norm of the summed "
                     "gradient. Use ghost=False (per-example gradients by vmap).")
             owner[id(p)] = name
-        extra = {k for k, p in m.named_parameters(recurse=False) if p.requires_grad} \
-            - {"weight", "bias"}
+        extra = {k for k, p in named if p.requires_grad} - {"weight", "bias"}
         if extra:
             raise ValueError(f"ghost norms do not know parameter(s) {sorted(extra)} of "
                              f"{shown(name)}")
@@ -256,7 +260,9 @@ def _forward_recorded(model, loss_fn, x, y):
                              "after the layer ran (e.g. nn.ReLU(inplace=True)); ghost norms "
                              "need them unchanged. Use inplace=False.")
     records = {k: v[0] for k, v in records.items()}
-    trainable = {id(p): k for k, p in model.named_parameters() if p.requires_grad}
+    # every module owning a trainable parameter is in mods (_trainable_modules refuses the rest)
+    trainable = {id(p): f"{name}.{k}" if name else k for name, m in mods
+                 for k, p in m._parameters.items() if p is not None and p.requires_grad}
     _check_graph(losses, mods, records, trainable)
     return losses, mods, records
 
