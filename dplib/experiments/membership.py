@@ -68,8 +68,11 @@ def score_ranks(scores) -> np.ndarray:
 
     Order-preserving, so every ROC quantity computed from the ranks equals the one from the
     scores. At most 65,536 distinct values."""
-    s = np.asarray(scores, dtype=np.float64).reshape(-1)
-    if s.size == 0 or not np.all(np.isfinite(s)):
+    try:
+        s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        s = np.array([np.nan])
+    if isinstance(scores, (str, bytes)) or s.size == 0 or not np.all(np.isfinite(s)):
         raise ValueError(f"scores must be a non-empty array of finite numbers, got "
                          f"{shown(scores)}")
     _, ranks = np.unique(s, return_inverse=True)
@@ -265,7 +268,8 @@ def load_membership_runs(record: dict | None = None) -> dict:
     """Chapter 9's stored runs (``dplib/data/membership_runs.json``, or ``record`` as returned
     by :func:`membership_runs`) as arrays: ``pops[eps]`` (:class:`StoredPopulation`),
     ``scores[eps][attack]`` (the ranks, float64) and ``member[eps]`` for ε in
-    :data:`SETTINGS`; ``loss``, ``calibration`` (records, φ [models, 2]), ``curve``
+    :data:`SETTINGS`; ``loss`` (the non-private targets' losses, in the order of
+    ``member[None]``), ``calibration`` (records, φ [models, 2]), ``curve``
     (a :class:`dplib.attacks.ShadowCountCurve`), and the rest of ``nonprivate``; ``widget[size,
     label]`` = (scores, membership, held-out accuracy, replace-one ε); ``canary[eps]``;
     ``provenance`` and ``setting``."""
@@ -290,7 +294,7 @@ def load_membership_runs(record: dict | None = None) -> dict:
         res["scores"][eps] = {a: _unpack(v).astype(np.float64) for a, v in r["ranks"].items()}
         res["member"][eps] = _unpack(r["member"])
     npv = dict(record["nonprivate"])
-    res["loss"] = _unpack(npv.pop("loss")).astype(np.float64)
+    res["loss"] = _unpack(npv.pop("loss")).astype(np.float64).reshape(-1)
     cal = npv.pop("calibration")
     res["calibration"] = {"records": tuple(cal["records"]), "phi": _unpack(cal["phi"])}
     c = npv.pop("shadow_count_curve")

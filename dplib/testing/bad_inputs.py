@@ -31,6 +31,7 @@ from .bad_inputs_experiments import experiments_specs
 from .bad_inputs_correlated import CORRELATED_EXCLUDED
 from .bad_inputs_experiments import EXPERIMENTS_EXCLUDED
 from .bad_inputs_finetune import FINETUNE_EXCLUDED
+from .bad_inputs_membership import MEMBERSHIP_EXCLUDED, membership_specs
 from .bad_inputs_reporting import REPORTING_EXCLUDED
 from .bad_inputs_selection import SELECTION_EXCLUDED
 from .bad_inputs_synthetic import SYNTHETIC_EXCLUDED
@@ -204,8 +205,9 @@ _BASE_EXCLUDED: dict[str, str] = {
 
 #: Every exclusion: the ones above and each table's own.
 EXCLUDED: dict[str, str] = {**_BASE_EXCLUDED, **CORRELATED_EXCLUDED, **EXPERIMENTS_EXCLUDED,
-                            **FINETUNE_EXCLUDED, **REPORTING_EXCLUDED, **SELECTION_EXCLUDED,
-                            **SYNTHETIC_EXCLUDED, **USER_LEVEL_EXCLUDED, **ZCDP_EXCLUDED}
+                            **FINETUNE_EXCLUDED, **MEMBERSHIP_EXCLUDED, **REPORTING_EXCLUDED,
+                            **SELECTION_EXCLUDED, **SYNTHETIC_EXCLUDED, **USER_LEVEL_EXCLUDED,
+                            **ZCDP_EXCLUDED}
 
 
 def all_specs() -> list[Spec]:
@@ -214,7 +216,8 @@ def all_specs() -> list[Spec]:
             + models_erm_specs() + icl_model_specs() + transformer_specs() + figures_specs()
             + figures_specs_more() + private_run_specs() + correlated_specs() + selection_specs()
             + plotting_specs() + synthetic_specs() + zcdp_specs() + finetune_specs()
-            + reporting_specs() + user_level_specs() + experiments_specs())
+            + reporting_specs() + user_level_specs() + experiments_specs()
+            + membership_specs())
 
 
 #: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.
