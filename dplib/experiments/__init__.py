@@ -19,6 +19,9 @@ nothing heavy: each module imports torch (if it needs it) itself.
 * :mod:`dplib.experiments.svt_audits`, :mod:`dplib.experiments.median_audits` — chapter 12:
   the audits that refute the broken sparse-vector variants and the local-sensitivity median
   (:mod:`dplib.selection` holds the algorithms).
+* :mod:`dplib.experiments.membership` — chapter 9: the stored membership-inference runs
+  (targets, shadows, attack scores as ranks, the widget's populations, the canary audits) of
+  ``benchmarks/membership_runs.py`` and their loader.
 * :mod:`dplib.experiments.finetune` — chapter 13: fine-tuning a pretrained model privately
   (from scratch, last layer, bias terms, LoRA, all weights) on the digits;
   :mod:`dplib.experiments.finetune_text` — the same comparison for the tiny GPT-2 on private
