@@ -37,6 +37,7 @@ a clipped gradient's norm is at most C: fewer trainable parameters, less total n
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -48,9 +49,9 @@ from torch import nn
 from .._validate import check_choice, check_int, check_positive, check_real, shown
 
 __all__ = ["METHODS", "SETTINGS", "EPSILONS", "DELTA", "DigitsTransfer", "digits_transfer",
-           "pretrain_digits", "digits_model", "finetune_digits", "noise_norm", "utility_table",
-           "load_finetune_table", "table_accuracy", "rank_accuracy", "text_classifier",
-           "encode_texts", "FINETUNE_TABLE"]
+           "pretrain_digits", "digits_model", "finetune_digits", "calibrated_sigma", "noise_norm",
+           "utility_table", "load_finetune_table", "table_accuracy", "rank_accuracy",
+           "text_classifier", "encode_texts", "FINETUNE_TABLE"]
 
 #: The compared methods, in the order of the table.
 METHODS = ("scratch", "last_layer", "bias", "lora", "full")
@@ -168,8 +169,9 @@ def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
         s["epochs"] = check_real("epochs", epochs, low=0.0)
     model = digits_model(method, pretrained, rank=rank, seed=seed)
     d = trainable_parameter_count(model)
-    priv = dict(target_epsilon=epsilon, delta=DELTA) if epsilon is not None else \
-        dict(noise_multiplier=0.0)
+    # σ calibrated to (ε, δ) at (q, T) as train(target_epsilon=ε) does, once per (ε, q, T)
+    priv = dict(noise_multiplier=calibrated_sigma(epsilon, s["sample_rate"], s["epochs"]),
+                delta=DELTA) if epsilon is not None else dict(noise_multiplier=0.0)
     res = train(model, data.private, seed=seed, ghost=True, **s, **priv)
     n = data.private[0].shape[0]
     sigma = float(res.noise_multiplier)
@@ -177,6 +179,24 @@ def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
             "rank": rank if method == "lora" else None, "trainable": d, "noise_multiplier": sigma, "steps": int(res.steps),
             "sample_rate": s["sample_rate"],
             "noise_norm": noise_norm(d, sigma, 1.0, s["sample_rate"] * n)}
+
+
+def calibrated_sigma(epsilon: float, sample_rate: float, epochs: float) -> float:
+    """σ = :func:`dplib.accounting.calibrate_noise` (ε, :data:`DELTA`, q, T = round(epochs/q)),
+    the RDP accountant's calibration, exactly what :func:`dplib.training.train` computes for
+    ``target_epsilon=ε`` at these settings; remembered per (ε, q, epochs), so the methods of one
+    privacy level calibrate once."""
+    from ..training.config import steps_for_epochs
+    e = check_positive("epsilon", epsilon)
+    q = check_real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True, high_open=False)
+    ep = check_positive("epochs", epochs)
+    return _calibrated_sigma(float(e), float(q), steps_for_epochs(ep, q))
+
+
+@functools.lru_cache(maxsize=128)
+def _calibrated_sigma(epsilon: float, sample_rate: float, steps: int) -> float:
+    from ..accounting import calibrate_noise
+    return float(calibrate_noise(epsilon, DELTA, sample_rate, steps, "rdp"))
 
 
 def noise_norm(trainable: int, noise_multiplier: float, max_grad_norm: float,

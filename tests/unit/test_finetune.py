@@ -371,3 +371,15 @@ def test_lora_seed_none_is_fresh_and_seed_needs_lora():
         prepare_finetune(nn.Sequential(nn.Linear(2, 2)), "full", seed=1)
     with pytest.raises(ValueError, match="seed"):
         prepare_finetune(nn.Sequential(nn.Linear(2, 2)), "lora", seed=-1)
+
+
+def test_calibrated_sigma_is_the_trainers_calibration():
+    from dplib.accounting import calibrate_noise
+    from dplib.experiments.finetune import DELTA, calibrated_sigma
+    from dplib.training.config import RunConfig
+    for eps, q, epochs in [(3.0, 0.5, 20), (1.0, 0.5, 3), (8.0, 0.25, 2.0)]:
+        cfg = RunConfig(sample_rate=q, lr=0.1, epochs=epochs, target_epsilon=eps, delta=DELTA)
+        assert calibrated_sigma(eps, q, epochs) == cfg.sigma()
+        assert calibrated_sigma(eps, q, epochs) == calibrate_noise(eps, DELTA, q, cfg.num_steps)
+    with pytest.raises(ValueError, match="epsilon"):
+        calibrated_sigma(0.0, 0.5, 20)
