@@ -124,16 +124,22 @@ return out;
 """
 
 
+@pytest.fixture(scope="module")
+def site_url(site):
+    with serve(site) as url:
+        yield url
+
+
 @pytest.mark.parametrize("page", chapter_pages() + ["intro.html", "chapters/instructors.html"])
-def test_figure_text_is_readable_on_a_phone(site, phone_browser, page):
+def test_figure_text_is_readable_on_a_phone(site, phone_browser, site_url, page):
     if not (site / page).exists():
         pytest.skip(f"{page} is not built")
     if not _content_images(soup(site / page)):
         pytest.skip(f"{page} has no figures")
-    with serve(site) as url:
-        phone_browser.get(f"{url}/{page}")
-        phone_browser.execute_script("return document.fonts.ready")
-        found = phone_browser.execute_script(_MEASURE)
+    url = site_url
+    phone_browser.get(f"{url}/{page}")
+    phone_browser.execute_script("return document.fonts.ready")
+    found = phone_browser.execute_script(_MEASURE)
     assert found, f"{page}: no image measured"
     problems = []
     for k, f in enumerate(found):

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from pathlib import Path
@@ -67,6 +68,20 @@ def test_chapter_page_has_exercises_with_solutions(site, page):
                                           f"{sorted(set(ids) - set(solved))}"
 
 
+@functools.lru_cache(maxsize=None)
+def _anchors(path: Path) -> tuple[dict, frozenset[str]]:
+    """A page's elements by ``id`` (the first of each, as ``soup.find(id=...)`` gives it) and
+    the values of its ``name`` attributes: read once per page, not once per link to it."""
+    ids: dict = {}
+    names = set()
+    for el in soup(path).find_all(True):
+        if el.get("id") is not None:
+            ids.setdefault(el["id"], el)
+        if el.get("name") is not None:
+            names.add(el["name"])
+    return ids, frozenset(names)
+
+
 def _local_target(page: str, url: str) -> tuple[str, str] | None:
     """(site-relative file, fragment) of a local URL, or None for external/special URLs."""
     parts = urlsplit(url)
@@ -107,8 +122,8 @@ def test_no_broken_internal_link(site, page):
             if not file.is_file():
                 broken.append(f"{url} (no file {path})")
             elif fragment and file.suffix == ".html":
-                target_html = soup(file)
-                if not target_html.find(id=fragment) and not target_html.find(attrs={"name": fragment}):
+                ids, names = _anchors(file)
+                if fragment not in ids and fragment not in names:
                     broken.append(f"{url} (no id {fragment!r} in {path})")
     assert not broken, f"{page}: broken links:\n  " + "\n  ".join(sorted(set(broken)))
 
@@ -145,7 +160,7 @@ def test_statements_are_numbered_and_cross_referenced(site, page):
         path, fragment = target
         if not (site / path).is_file():
             continue  # reported by the link test
-        box = soup(site / path).find(id=fragment)
+        box = _anchors(site / path)[0].get(fragment)
         if box is None or box.name != "div" or "proof" not in box.get("class", []):
             continue
         caption = _caption(box)

@@ -8,6 +8,10 @@ of every dropdown shows a figure other than the default one, which has loaded, a
 returns the others to their defaults; the keyboard moves a slider (focus, ArrowRight/ArrowLeft);
 and the page logs no console error while all this happens. Screenshots of a chapter with a moved
 slider, on a desktop and on a phone, go to ``<site>/../screenshots``.
+
+A chapter is loaded once for its two tests (they are grouped by chapter): the keyboard test goes
+on from the page the control test left, every control back at its default, and loads the page
+again only if that test did not finish.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from sitecheck import DESKTOP, SITE, chapter_pages, chromium, serve
+from sitecheck import DESKTOP, SITE, chapter_pages, serve
 
 SHOTS = SITE.parent / "screenshots"
 PANEL = ".dpbook-live-figure"
@@ -30,12 +34,21 @@ def site_url(site):
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    driver = chromium()
+@pytest.fixture
+def browser(desktop_browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    yield driver
-    driver.quit()
+    return desktop_browser
+
+
+@pytest.fixture(scope="module", params=chapter_pages())
+def page(request):
+    """A chapter page; module-scoped, so that pytest runs each chapter's tests one after the
+    other (the browser stays on the page)."""
+    return request.param
+
+
+# The URL whose page the control test left with every control back at its default.
+_AT_DEFAULTS: dict[str, str] = {}
 
 
 def _open(browser, url: str) -> None:
@@ -49,6 +62,32 @@ def _errors(browser) -> list[str]:
     # The favicon's 404 (a plain static server has none to give) is test_site's concern.
     return [e["message"] for e in browser.get_log("browser")
             if e["level"] == "SEVERE" and "favicon.ico" not in e["message"]]
+
+
+# _state in one call to the browser instead of a dozen: text as WebDriver's element text gives it
+# (rendered text, no-break spaces as spaces, spaces runs collapsed, lines trimmed). The control
+# test checks, on each panel, that it reads what _state reads (and still reads it then).
+_STATE = """
+const panel = arguments[0];
+const img = panel.querySelector('img');
+const text = e => (e.innerText || '').replace(/\\u00a0/g, ' ').split('\\n')
+    .map(line => line.replace(/[ \\t\\r]+/g, ' ').trim()).join('\\n').trim();
+return {
+  src: img.src,
+  loaded: img.complete && img.naturalWidth > 100,
+  alt: img.getAttribute('alt'),
+  shown: text(panel.querySelector('.dpbook-live-values')),
+  readouts: [...panel.querySelectorAll('output')].map(text),
+  valuetext: [...panel.querySelectorAll('input[type=range]')]
+               .map(r => r.getAttribute('aria-valuetext')),
+  positions: [...panel.querySelectorAll('[data-dpbook-control]')].map(c => String(c.value)),
+};
+"""
+
+
+def _quick_state(browser, panel) -> dict:
+    """_state, read by one script."""
+    return browser.execute_script(_STATE, panel)
 
 
 def _state(panel) -> dict:
@@ -94,13 +133,15 @@ def _panels(browser, page: str) -> list:
     return panels
 
 
-@pytest.mark.parametrize("page", chapter_pages())
 def test_every_control_moves_the_figure(browser, site_url, page):
+    _AT_DEFAULTS.pop("url", None)
     browser.set_window_size(*DESKTOP)
     _open(browser, f"{site_url}/{page}")
     for panel in _panels(browser, page):
         data, start = _data(panel), _state(panel)
+        assert _quick_state(browser, panel) == start, f"{page}: _STATE does not read _state"
         assert start["loaded"], f"{page}: the default figure did not load"
+        checked = False
         controls = panel.find_elements(By.CSS_SELECTOR, "[data-dpbook-control]")
         assert len(controls) == len(data["defaults"]), f"{page}: controls and frames disagree"
         for i, control in enumerate(controls):
@@ -110,7 +151,10 @@ def test_every_control_moves_the_figure(browser, site_url, page):
                 if pos == data["defaults"][i]:
                     continue
                 _move(browser, control, pos)
-                now = _state(panel)
+                now = _quick_state(browser, panel)
+                if not checked:     # _STATE reads what _state reads on a moved panel, too
+                    assert now == _state(panel), f"{page}: _STATE does not read _state"
+                    checked = True
                 where = f"{page}: {label} at {data['readouts'][i][pos]}"
                 assert now["src"] != start["src"], f"{where} shows the default figure"
                 assert now["loaded"], f"{where}: the figure did not load"
@@ -122,14 +166,18 @@ def test_every_control_moves_the_figure(browser, site_url, page):
                     assert others == [str(d) for j, d in enumerate(data["defaults"]) if j != i], \
                         f"{where}: the other controls were not returned to their defaults"
             _move(browser, control, data["defaults"][i])
-            assert _state(panel)["src"] == start["src"], f"{page}: {label} back at its default"
-    assert not _errors(browser), f"{page}: console errors:\n  " + "\n  ".join(_errors(browser))
+            assert _quick_state(browser, panel)["src"] == start["src"], \
+                f"{page}: {label} back at its default"
+    errors = _errors(browser)
+    assert not errors, f"{page}: console errors:\n  " + "\n  ".join(errors)
+    _AT_DEFAULTS["url"] = browser.current_url
 
 
-@pytest.mark.parametrize("page", chapter_pages())
 def test_keyboard_moves_a_slider(browser, site_url, page):
     browser.set_window_size(*DESKTOP)
-    _open(browser, f"{site_url}/{page}")
+    if _AT_DEFAULTS.pop("url", None) != browser.current_url or \
+            browser.current_url != f"{site_url}/{page}":
+        _open(browser, f"{site_url}/{page}")
     for panel in _panels(browser, page):
         for rng in panel.find_elements(By.CSS_SELECTOR, "input[type=range]"):
             before = _state(panel)
@@ -147,24 +195,21 @@ def test_keyboard_moves_a_slider(browser, site_url, page):
 
 
 @pytest.mark.parametrize("name", ["desktop", "phone"])
-def test_screenshot_with_a_moved_slider(site_url, name):
+def test_screenshot_with_a_moved_slider(request, site_url, name):
     """A chapter page with its first slider moved to the end, as a person would look at it."""
     page = chapter_pages()[0]
-    driver = chromium(phone=name == "phone")
-    try:
-        _open(driver, f"{site_url}/{page}")
-        panel = _panels(driver, page)[0]
-        rng = panel.find_element(By.CSS_SELECTOR, "input[type=range]")
-        before = _state(panel)
-        _move(driver, rng, int(rng.get_attribute("max")))
-        assert _state(panel)["src"] != before["src"]
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", panel)
-        fits = driver.execute_script(
-            "const r = arguments[0].getBoundingClientRect();"
-            "return r.right <= window.innerWidth + 1;", panel)
-        assert fits, f"{page}: the widget is wider than a {name} screen"
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(SHOTS / f"live_widget_{name}.png"))
-        assert not _errors(driver), "\n".join(_errors(driver))
-    finally:
-        driver.quit()
+    driver = request.getfixturevalue(f"{name}_browser")
+    _open(driver, f"{site_url}/{page}")
+    panel = _panels(driver, page)[0]
+    rng = panel.find_element(By.CSS_SELECTOR, "input[type=range]")
+    before = _state(panel)
+    _move(driver, rng, int(rng.get_attribute("max")))
+    assert _state(panel)["src"] != before["src"]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", panel)
+    fits = driver.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return r.right <= window.innerWidth + 1;", panel)
+    assert fits, f"{page}: the widget is wider than a {name} screen"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SHOTS / f"live_widget_{name}.png"))
+    assert not _errors(driver), "\n".join(_errors(driver))

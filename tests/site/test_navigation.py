@@ -51,13 +51,6 @@ def site_url(site, answered):
         yield url
 
 
-@pytest.fixture(scope="module")
-def desktop_browser():
-    driver = chromium()
-    yield driver
-    driver.quit()
-
-
 def _shot(browser, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / f"nav_{name}.png"))

@@ -7,7 +7,9 @@ loaded, nothing is fetched from outside the site, and each chapter's widget show
 figure. The search page answers a query offline. Screenshots of the first screen of every page
 (and of each chapter in full) are written to ``<site>/../screenshots`` for a person to look at.
 
-One browser session serves every test. Links are checked without a browser (test_html.py).
+One browser session serves every test, and each page is loaded once: a chapter's checks of its
+figures and widget read the same load as its check of errors, math and images. Links are checked
+without a browser (test_html.py).
 
 Run after the book is built: ``make test-site`` (DPBOOK_SITE says which build to check).
 """
@@ -21,7 +23,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from sitecheck import DESKTOP, SITE, chapter_pages, chromium, html_pages
+from sitecheck import DESKTOP, SITE, chapter_pages, html_pages
 
 SHOTS = SITE.parent / "screenshots"
 FIRST_SCREEN = DESKTOP
@@ -50,12 +52,11 @@ def site_url(site):
     server.shutdown()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    driver = chromium()          # desktop window of FIRST_SCREEN, network cut off, console kept
+@pytest.fixture
+def browser(desktop_browser):
+    # a desktop window of FIRST_SCREEN, network cut off, console kept (conftest.py)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    yield driver
-    driver.quit()
+    return desktop_browser
 
 
 _INSPECT = """
@@ -104,11 +105,30 @@ def _open(browser, url: str) -> tuple[dict, list[dict]]:
     return info, browser.get_log("browser")
 
 
+_LOADED: dict[tuple[str, str], tuple[dict, list[dict]]] = {}
+
+
+def _load(browser, site_url: str, page: str) -> tuple[dict, list[dict]]:
+    """``page`` opened at FIRST_SCREEN and inspected, once per server: (what _INSPECT found, the
+    console log of the load). The first screen is photographed, and a chapter in full."""
+    key = (site_url, page)
+    if key not in _LOADED:
+        browser.set_window_size(*FIRST_SCREEN)
+        info, log = _open(browser, f"{site_url}/{page}")
+        browser.save_screenshot(str(SHOTS / _shot_name(page)))
+        if page in chapter_pages():
+            # A full-page screenshot of the chapter for a person to look at.
+            height = browser.execute_script("return document.body.scrollHeight")
+            browser.set_window_size(FIRST_SCREEN[0], min(height, 16000))
+            browser.save_screenshot(str(SHOTS / _shot_name(page, "full_")))
+            browser.set_window_size(*FIRST_SCREEN)
+        _LOADED[key] = info, log
+    return _LOADED[key]
+
+
 @pytest.mark.parametrize("page", html_pages(SITE) or ["(no site built)"])
 def test_page_loads_offline_without_errors(browser, site_url, page):
-    browser.set_window_size(*FIRST_SCREEN)
-    info, log = _open(browser, f"{site_url}/{page}")
-    browser.save_screenshot(str(SHOTS / _shot_name(page)))
+    info, log = _load(browser, site_url, page)
     assert "404" not in info["title"], f"{page} did not load"
     severe = [e["message"] for e in log if e["level"] == "SEVERE"]
     assert not severe, f"{page}: JavaScript errors:\n  " + "\n  ".join(severe)
@@ -123,18 +143,12 @@ def test_page_loads_offline_without_errors(browser, site_url, page):
 
 @pytest.mark.parametrize("page", chapter_pages())
 def test_chapter_has_figures_and_visible_widget_default(browser, site_url, page):
-    browser.set_window_size(*FIRST_SCREEN)
-    info, _ = _open(browser, f"{site_url}/{page}")
+    info, _ = _load(browser, site_url, page)
     assert info["typeset"] > 10, f"{page}: expected typeset math, found {info['typeset']}"
     assert info["images"] >= 2, f"{page}: expected figures, found {info['images']}"
     assert info["widgets"], f"{page}: no widget default figure found"
     for w in info["widgets"]:
         assert w == {"img": True, "loaded": True, "visible": True}, f"{page}: widget figure {w}"
-    # A full-page screenshot of the chapter for a person to look at.
-    height = browser.execute_script("return document.body.scrollHeight")
-    browser.set_window_size(FIRST_SCREEN[0], min(height, 16000))
-    browser.save_screenshot(str(SHOTS / _shot_name(page, "full_")))
-    browser.set_window_size(*FIRST_SCREEN)
 
 
 def test_search_works_offline(browser, site_url, site):
