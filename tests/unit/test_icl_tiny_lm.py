@@ -159,11 +159,15 @@ def test_private_votes_through_the_tiny_transformer(tiny, books):
     for agg, eps in (("gaussian", 3.0), ("rnm", 30.0)):
         r = dp_icl_classify(tiny, tpl, ds.pool_texts, ds.pool_labels, q, epsilon=eps,
                             delta=1e-5, num_subsets=10, shots=4, aggregator=agg, rng=2)
-        again = dp_icl_classify(tiny, tpl, ds.pool_texts, ds.pool_labels, q, epsilon=eps,
-                                delta=1e-5, num_subsets=10, shots=4, aggregator=agg, rng=2)
-        assert np.array_equal(r.predictions, again.predictions)         # seeded end to end
         assert np.mean(r.predictions == ds.test_labels[:60]) > 0.8, agg
         assert r.votes.histogram.sum(axis=1).max() <= 10                # one vote per subset
+        # seeded end to end (subsets, prompts, noise): checked on 12 queries, which costs a
+        # fifth of rerunning all 60 through the transformer
+        one, two = (dp_icl_classify(tiny, tpl, ds.pool_texts, ds.pool_labels, q[:12],
+                                    epsilon=eps, delta=1e-5, num_subsets=10, shots=4,
+                                    aggregator=agg, rng=9) for _ in range(2))
+        assert np.array_equal(one.predictions, two.predictions)
+        assert np.array_equal(one.votes.histogram, two.votes.histogram)
 
 
 @pytest.mark.parametrize("method", ["per_token", "esa", "ksa_em", "ksa_ptr"])
