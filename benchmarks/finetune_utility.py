@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> dict:
         ((2, 8) if args.quick else (1, 2, 4, 8, 16, 32))
     rank_seeds = args.rank_seeds or (1 if args.quick else 3)
     methods = tuple(args.methods) if args.methods else METHODS
-    table = utility_table(seeds=seeds, quick=args.quick, lora_ranks=ranks, rank_seeds=rank_seeds,
-                          methods=methods)
+    table = utility_table(seeds=seeds, quick=args.quick, lora_ranks=ranks,
+                          rank_repeats=rank_seeds, methods=methods)
     table["seconds"] = round(time.perf_counter() - t0, 1)
     table["threads"] = args.threads
     table["provenance"] = run_provenance(

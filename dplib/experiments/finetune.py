@@ -214,7 +214,7 @@ def noise_norm(trainable: int, noise_multiplier: float, max_grad_norm: float,
 
 def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = False,
                   methods: tuple = METHODS, lora_ranks: tuple = (),
-                  rank_seeds: int = 3) -> dict:
+                  rank_repeats: int = 3) -> dict:
     """Every method at every ε (and without noise, ``epsilon=None``) for ``seeds`` training
     seeds 0, 1, …, on one split and one pretrained model (both seed 0). Returns ``{"rows": [...
     :func:`finetune_digits` results with their ``seed``], "public_only": the public model's
@@ -223,7 +223,7 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
     "pretrained_public_accuracy", "n_public", "n_private", "n_test", "settings", "hidden",
     "delta", "seeds", "quick", "lora_ranks", "rank_seeds", "rank_rows"}``. ``quick``: 10 epochs
     instead of each method's setting. ``lora_ranks``: a sweep of LoRA's rank, every rank at every
-    ε (and without noise) for ``rank_seeds`` seeds 0, 1, … (``rank_rows``; the table's own rank,
+    ε (and without noise) for ``rank_repeats`` seeds 0, 1, … (``rank_rows``; the table's own rank,
     4, is copied from ``rows``, whose seeds are the same runs)."""
     seeds = check_int("seeds", seeds)
     if not isinstance(quick, bool):
@@ -240,10 +240,10 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
     if not isinstance(lora_ranks, (tuple, list)):
         raise ValueError(f"lora_ranks must be a tuple of positive integers, got {shown(lora_ranks)}")
     ranks = [check_int("lora_ranks", r) for r in lora_ranks]
-    rank_seeds = check_int("rank_seeds", rank_seeds)
-    if ranks and ("lora" not in methods or rank_seeds > seeds):
-        raise ValueError(f"rank_seeds must be at most seeds={seeds} and methods must include "
-                         f"'lora' for a rank sweep, got rank_seeds={shown(rank_seeds)}, "
+    rank_repeats = check_int("rank_repeats", rank_repeats)
+    if ranks and ("lora" not in methods or rank_repeats > seeds):
+        raise ValueError(f"rank_repeats must be at most seeds={seeds} and methods must include "
+                         f"'lora' for a rank sweep, got rank_repeats={shown(rank_repeats)}, "
                          f"methods={shown(methods)}")
     from ..training import evaluate
     data = digits_transfer(seed=0)          # the public/private split: fixed, for the table
@@ -257,7 +257,7 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
     rank_rows = []
     for rank in ranks:
         for eps in [*eps_list, None]:
-            for s in range(rank_seeds):
+            for s in range(rank_repeats):
                 if rank == 4:                 # the table's LoRA: the same runs as in ``rows``
                     r = next(x for x in rows if x["method"] == "lora" and x["epsilon"] == eps
                              and x["seed"] == s)
@@ -272,7 +272,7 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
             "n_public": int(data.public[0].shape[0]), "n_private": int(data.private[0].shape[0]),
             "n_test": int(data.test[0].shape[0]), "settings": SETTINGS, "hidden": list(HIDDEN),
             "delta": DELTA, "seeds": seeds, "quick": quick, "lora_ranks": ranks,
-            "rank_seeds": rank_seeds, "rank_rows": rank_rows}
+            "rank_seeds": rank_repeats, "rank_rows": rank_rows}
 
 
 def load_finetune_table(path: str | None = None) -> dict:
