@@ -33,6 +33,7 @@ NOT_A_RELEASE = {
     "dplib.synthetic.data.load_adult_like rng": "the book's offline table, drawn from a public "
                                                 "Bayesian network",
     "dplib.experiments.finetune.utility_table seeds": "number of repetitions",
+    "dplib.experiments.finetune_text.text_utility_table seeds": "number of repetitions",
     "dplib.langevin.experiments.compare_methods seeds": "number of repetitions",
     "dplib.langevin.experiments.compare_on_digits seeds": "number of repetitions",
     "dplib.langevin.experiments.compare_on_digits data_seed": "a data split",
