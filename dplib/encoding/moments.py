@@ -423,6 +423,10 @@ class MomentTable:
 
 _TABLES: dict = {}
 _MONOTONE: dict = {}        # family key → (k_max, u_max) over which condition M was verified
+# family key → (order k, shift u, message) of a violation of condition M found by quadrature:
+# h_k decreases somewhere below u, so every request with k_max ≥ k and u_max ≥ u is refused
+# with the same message, without integrating again
+_NOT_MONOTONE: dict = {}
 _PER_DECADE = 32
 _LOW_DECADE = -4
 #: stored tables shipped with dplib (``dplib/data/<name>.json``, written by
@@ -485,11 +489,20 @@ def _raise_if_decreasing(key, grid, values, orders, tol: float) -> None:
     dec = np.diff(values, axis=0) < -tol * np.abs(values[1:])
     if dec.any():
         j, k = np.argwhere(dec)[0]
-        raise ValueError(
+        message = (
             f"noise {key} violates the condition h_k(u) = log I_k(u) non-decreasing in |u| (at "
             f"k={orders[k]:g}, between u={grid[j]:.3g} and u={grid[j + 1]:.3g}): a clamped "
             "coordinate of Algorithm 2 can cost more than the code-vector coordinate, so Lemma "
             "4/5 evaluated on the code book do not bound the privacy of the encoded gradients")
+        _NOT_MONOTONE.setdefault(key, (float(orders[k]), float(grid[j + 1]), message))
+        raise ValueError(message)
+
+
+def _raise_if_known_violation(key, k_max: int, u_max: float) -> None:
+    """Refuse at once a family already found to violate condition M within (k_max, u_max)."""
+    bad = _NOT_MONOTONE.get(key)
+    if bad is not None and k_max >= bad[0] and u_max >= bad[1]:
+        raise ValueError(bad[2])
 
 
 def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
@@ -514,6 +527,7 @@ def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
     done = _MONOTONE.get(key)
     if done is not None and done[0] >= kmax and done[1] >= um:
         return
+    _raise_if_known_violation(key, kmax, um)
     tab = _cached_table(noise.with_scale(1.0))
     if tab is not None and tab.orders[-1] >= kmax and tab.grid[-1] >= um:
         return
@@ -547,6 +561,7 @@ def moment_table(noise: NoiseDistribution, k_max: int, u_max: float) -> MomentTa
     um = check_positive("u_max", u_max)
     hi_dec = max(int(math.ceil(math.log10(um) - 1e-12)), _LOW_DECADE + 1)
     key = noise.key
+    _raise_if_known_violation(key, kmax, um)
     std = noise.with_scale(1.0)
     tab = _cached_table(std)
     if tab is not None:

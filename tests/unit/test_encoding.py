@@ -302,16 +302,28 @@ def test_non_monotone_moments_are_refused():
     """The clamp argument needs h_k = log I_k non-decreasing in |τ| (condition M), which the
     table's condition h_k/τ² non-increasing does not imply. Without the check, method='exact' on
     ψ = (1) reports 0.04 at α = 2, q = 1, while the clamped output e = (½) costs 1.83.
-    Marked slow: About a minute: the refusal needs h_k on a fine grid by quadrature for a density with no closed form."""
+    Marked slow (about 25 s): the first refusal needs h_k on a fine grid by quadrature for a
+    density with no closed form; the other entry points reuse the violation found."""
     noise = WiggleNoise(1.0)
     h = log_moments(noise, [0.5, 1.0], [2])[:, 0]
     assert h[0] > 40 * h[1]
     with pytest.raises(ValueError, match="non-decreasing"):
         lemma4_rdp([2], 1.0, [1.0], noise, method="exact")
-    with pytest.raises(ValueError, match="non-decreasing"):
-        codebook_rdp([2, 3], 0.1, np.array([[0.2, 1.0]]), noise)
-    with pytest.raises(ValueError, match="non-decreasing"):
-        moment_table(noise, 3, 1.0)
+    # a family found to violate condition M is refused again without a new quadrature
+    from dplib.encoding import moments as M
+
+    def no_quadrature(*_a, **_k):
+        raise AssertionError("integrated again")
+
+    saved = M.log_moments
+    M.log_moments = no_quadrature
+    try:
+        with pytest.raises(ValueError, match="non-decreasing"):
+            codebook_rdp([2, 3], 0.1, np.array([[0.2, 1.0]]), noise)
+        with pytest.raises(ValueError, match="non-decreasing"):
+            moment_table(noise, 3, 1.0)
+    finally:
+        M.log_moments = saved
 
 
 def test_codebook_on_coarser_dtype_never_exceeds_accounted_psi():
