@@ -145,7 +145,7 @@ def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float
     ``model.named_modules()``; None draws a fresh seed from the operating system. Torch's global
     generator is neither read nor advanced by these draws (peft's own draws at injection are
     made inside :func:`torch.random.fork_rng` and then replaced). The initialisation does not
-    depend on the data, so it costs no privacy; the seed only makes a run reproducible.
+    depend on the data, so it costs no privacy; a fixed ``seed`` only makes a run reproducible.
 
     Modes other than ``"lora"`` set ``requires_grad`` in place and return ``model`` itself;
     ``"lora"`` injects the adapters into ``model`` in place and returns the
