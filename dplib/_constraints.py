@@ -66,7 +66,8 @@ import numpy as np
 from ._validate import check_bool, check_choice, check_int, check_real, shown
 
 __all__ = ["Constraint", "Interval", "Integer", "Options", "Flag", "RealArray", "InstanceOf",
-           "IsCallable", "Custom", "constrained", "constraints_of", "same_as"]
+           "IsCallable", "Custom", "constrained", "constraints_of", "same_as", "unconstrained",
+           "unconstrained_reason"]
 
 INF, NAN = math.inf, math.nan
 
@@ -433,3 +434,27 @@ def same_as(obj: Any, *names: str) -> dict[str, Constraint]:
     the function it forwards to (one statement, two functions)."""
     declared = constraints_of(obj)
     return {name: declared[name] for name in names}
+
+
+def unconstrained(reason: str) -> Callable:
+    """Say, next to a public callable that takes parameters, why it declares none: ``@unconstrained(
+    "a step of PLDAccountant, called with its checked grids")``. Nothing is wrapped (no cost per
+    call); tests/audit/test_constraints.py accepts the reason in place of a declaration. For a
+    class the reason covers the class only, not its subclasses or its methods."""
+    if not isinstance(reason, str) or len(reason.strip()) < 10:
+        raise ValueError(f"reason must say why in words (at least 10 characters), got "
+                         f"{shown(reason)}")
+
+    def mark(obj: Any) -> Any:
+        target = obj.__func__ if isinstance(obj, (classmethod, staticmethod)) else obj
+        target.__dplib_unconstrained__ = reason
+        return obj
+    return mark
+
+
+def unconstrained_reason(obj: Any) -> str | None:
+    """The reason given by :func:`unconstrained` for ``obj`` itself (a class's is not inherited
+    by its subclasses), or None."""
+    if isinstance(obj, type):
+        return vars(obj).get("__dplib_unconstrained__")
+    return getattr(obj, "__dplib_unconstrained__", None)

@@ -17,7 +17,7 @@ import copy
 
 import numpy as np
 
-from .._constraints import constrained, same_as
+from .._constraints import constrained, same_as, unconstrained
 from .._validate import shown
 from ._params import (COUNT, DELTA, EPSILON, MAX_ORDER, NEIGHBORING, NEIGHBORINGS,
                       NOISE_MULTIPLIER_RANGE, SAMPLING, SAMPLINGS, check_orders)
@@ -121,6 +121,7 @@ class Accountant(abc.ABC):
     def get_delta(self, epsilon: float) -> float:
         """δ such that the composed history is (ε, δ)-DP."""
 
+    @unconstrained("asks whether compose (declared) would accept the event; never raises")
     def supports(self, event: DpEvent) -> bool:
         """Whether :meth:`compose` would accept ``event`` (every leaf of it) under this
         accountant's neighbouring relation — asked before a run, instead of catching a refusal."""
@@ -141,6 +142,7 @@ class Accountant(abc.ABC):
         return trial.compose(event, count).get_epsilon(delta)
 
     @classmethod
+    @unconstrained("the hook calibrate (declared) calls with its checked arguments")
     def calibration_shortcut(cls, event_of, target_epsilon: float, delta: float, options: dict,
                              rtol: float, floor: float, ceiling: float, name: str
                              ) -> float | None:

@@ -19,7 +19,7 @@ from typing import Callable
 
 from scipy.optimize import brentq
 
-from .._constraints import IsCallable, constrained
+from .._constraints import IsCallable, constrained, unconstrained
 from .._validate import check_real, shown
 from ._base import Accountant
 from ._params import COUNT, DELTA, NEIGHBORING, POSITIVE, RTOL, SAMPLE_RATE, SAMPLING
@@ -246,6 +246,7 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
                          too_large=_too_large(eps_t, d, ceiling, name))
 
 
+@unconstrained("calibrate's PLD shortcut, called with its checked arguments")
 def pld_warm_start(event_of: Callable[[float], DpEvent], eps_t: float, d: float,
                    options: dict, rtol: float, floor: float, ceiling: float,
                    name: str) -> float | None:

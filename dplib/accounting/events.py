@@ -44,7 +44,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .._constraints import Custom, InstanceOf, Options, constrained
+from .._constraints import Custom, InstanceOf, Options, constrained, unconstrained
 from .._validate import shown
 from ._params import (COUNT, NOISE_MULTIPLIER, NOISE_MULTIPLIER_RANGE, SAMPLE_RATE, SAMPLING,
                       SCALE)
@@ -55,6 +55,7 @@ __all__ = ["DpEvent", "GaussianEvent", "LaplaceEvent", "SampledEvent", "PoissonS
            "BandedMatrixMechanismEvent", "Step", "dpsgd_event", "flatten", "NOISE_MULTIPLIER_RANGE",
            "check_noise_multiplier", "EVENT"]
 
+@unconstrained("a validator: it is the declaration NOISE_MULTIPLIER's check")
 def check_noise_multiplier(value: object) -> float:
     """σ in [1e-100, 1e100] (:data:`NOISE_MULTIPLIER_RANGE`; the declaration
     :data:`~dplib.accounting._params.NOISE_MULTIPLIER`)."""
@@ -147,11 +148,13 @@ class ComposedEvent(DpEvent):
     events: tuple
 
 
+@unconstrained("abstract base class: each subclass states its curve")
 class RDPCurveEvent(DpEvent):
     """A mechanism that knows its own Rényi-DP curve. Subclasses implement
     :meth:`rdp` (one step, at the given orders, under the given relation) and may refuse a
     relation with ``ValueError``; accountants that are not Rényi accountants refuse the event."""
 
+    @unconstrained("abstract: each subclass states its curve")
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
@@ -188,6 +191,7 @@ class ZCDPEvent(RDPCurveEvent):
     rho: float
     neighboring: str = "add_remove"
 
+    @unconstrained("asked by the accountants with their own checked relation")
     def rho_under(self, neighboring: str) -> float:
         """ρ of this mechanism under the accountant's relation ``neighboring``: ρ under the
         stated relation, 4ρ for replace-one from an add/remove claim (Bun & Steinke 2016,
@@ -200,11 +204,13 @@ class ZCDPEvent(RDPCurveEvent):
                          f"bounds nothing under {shown(neighboring)}; account it with "
                          "neighboring='replace_one'")
 
+    @unconstrained("the curve the Rényi accountant asks for at its checked orders")
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
         """r(α) = αρ at every order (Bun & Steinke 2016, Def. 1.1), ρ from :meth:`rho_under`."""
         return np.asarray(orders, dtype=float) * self.rho_under(neighboring)
 
 
+@unconstrained("abstract base class of the events equivalent to another")
 class EquivalentEvent(DpEvent):
     """A mechanism whose privacy is, by a theorem, exactly that of another event: subclasses
     implement :meth:`equivalent`, and every accountant accounts the event it returns (the
@@ -271,6 +277,7 @@ class BandedMatrixMechanismEvent(EquivalentEvent):
 
 
 @dataclass(frozen=True)
+@unconstrained("record built by flatten from checked events")
 class Step:
     """One leaf of a flattened event: ``count`` runs of the mechanism ``mechanism`` — an event
     class, :class:`GaussianEvent` or :class:`LaplaceEvent` with ``noise_multiplier``, on a
@@ -289,6 +296,7 @@ class Step:
     def num_steps(self) -> int:
         return self.count
 
+    @unconstrained("compares two leaves built by flatten")
     def same_kind(self, other: "Step") -> bool:
         """True when the two leaves differ only in their count (they can be merged)."""
         return (self.mechanism, self.noise_multiplier, self.sample_rate, self.sampling,

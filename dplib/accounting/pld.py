@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from .._constraints import Flag, constrained
+from .._constraints import Flag, constrained, unconstrained
 from .._validate import shown
 from ..mechanisms.gaussian import gaussian_log_delta
 from ._base import Accountant
@@ -317,6 +317,7 @@ class PLDAccountant(Accountant):
         return min(1.0, pld.get_delta(epsilon) + slack)
 
     @classmethod
+    @unconstrained("the hook calibrate (declared) calls with its checked arguments")
     def calibration_shortcut(cls, event_of, target_epsilon, delta, options, rtol, floor,
                              ceiling, name):
         """Start the search from the RDP answer (which meets the target here too) and finish

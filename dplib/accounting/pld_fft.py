@@ -17,7 +17,7 @@ import math
 import numpy as np
 from scipy import fft as sfft
 
-from .._constraints import Custom, Interval, constrained
+from .._constraints import Custom, Interval, constrained, unconstrained
 from .._validate import shown
 from .pld_grid import DiscretePLD
 
@@ -72,6 +72,7 @@ def _chernoff_ts(plds: list[DiscretePLD], counts: list[int], tail_mass: float) -
     return t_star * 3.0 ** np.arange(-6, 3)
 
 
+@unconstrained("a step of PLDAccountant, called with its checked grids")
 def composition_window(plds: list[DiscretePLD], counts: list[int], tail_mass: float,
             max_size: int = MAX_GRID_SIZE) -> tuple[int, int, int, float, float]:
     """Grid window [ia, ib] of the composed PLD, the base index Σ T_k·offset_k, and Chernoff
@@ -245,6 +246,7 @@ def compose(plds: list[DiscretePLD], counts: list[int], *, tail_mass: float = WI
     return DiscretePLD(pmf=window, offset=ia, h=h, infinity_mass=inf_mass), up_bound, dn_bound
 
 
+@unconstrained("a step of PLDAccountant, called with its checked grids")
 def delta_curve(pld: DiscretePLD, eps_grid_from: int) -> tuple[np.ndarray, np.ndarray]:
     """δ at every grid loss ≥ eps_grid_from·h: reverse cumulative sums of p and p·e^{−L}.
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .._constraints import Interval, Options, constrained
+from .._constraints import Interval, Options, constrained, unconstrained
 from ._params import NOISE_MULTIPLIER, POSITIVE, SAMPLE_RATE
 
 __all__ = ["DiscretePLD", "subsampled_gaussian_pld", "loss_scale", "loss_range"]
@@ -33,6 +33,7 @@ _STEP_TAIL = 1e-30
 
 
 @dataclass(frozen=True)
+@unconstrained("data container built by the PLD functions")
 class DiscretePLD:
     """A PLD on the grid {(offset + k)·h : k = 0, …, len(pmf)−1} plus an infinite-loss mass."""
 
@@ -45,6 +46,7 @@ class DiscretePLD:
     def losses(self) -> np.ndarray:
         return (self.offset + np.arange(self.pmf.size)) * self.h
 
+    @unconstrained("query of a built DiscretePLD; ε checked by the accountant that calls it")
     def get_delta(self, epsilon: float) -> float:
         """δ(ε) = Σ_L p(L)(1 − e^{ε−L})_+ + p(∞) for this discrete PLD."""
         lv = self.losses
@@ -130,6 +132,7 @@ def _x_range(sigma: float, q: float, direction: str, tail_mass: float) -> tuple[
     return min(-sigma * z0, 1 - sigma * z1), max(sigma * z0, 1 + sigma * z1)
 
 
+@unconstrained("a step of PLDAccountant, called with its checked grids")
 def loss_range(sigma: float, q: float, direction: str, tail_mass: float) -> tuple[float, float]:
     """(bottom, top): the losses at the ends of :func:`_x_range` (L is monotone in x)."""
     x_lo, x_hi = _x_range(sigma, q, direction, tail_mass)

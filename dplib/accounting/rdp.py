@@ -34,7 +34,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
-from .._constraints import Custom, constrained
+from .._constraints import Custom, constrained, unconstrained
 from .._validate import shown
 from ._base import Accountant, by_order_blocks
 from ._params import (CONVERSION, COUNT, DELTA, EPSILON, MAX_ORDER, NEIGHBORING,
@@ -402,6 +402,7 @@ class RDPAccountant(Accountant):
             except ValueError as exc:
                 self._refuse(leaf, str(exc))
 
+    @unconstrained("hook called by compose with flattened, checked leaves")
     def step_rdp(self, leaf) -> np.ndarray:
         """RDP of one run of a flattened event (:class:`~dplib.accounting.events.Step`) at
         :attr:`orders`, under this accountant's relation."""

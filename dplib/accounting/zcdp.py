@@ -40,7 +40,7 @@ import math
 
 from scipy.optimize import brentq
 
-from .._constraints import Custom, Interval, Options, constrained
+from .._constraints import Custom, Interval, Options, constrained, unconstrained
 from .._validate import shown
 from ._base import Accountant
 from ._params import DELTA, EPSILON, NEIGHBORING, NOISE_MULTIPLIER, SAMPLING, SCALE
@@ -229,6 +229,7 @@ class ZCDPAccountant(Accountant):
             except ValueError as exc:
                 self._refuse(leaf, str(exc))
 
+    @unconstrained("hook called by compose with flattened, checked leaves")
     def step_rho(self, leaf) -> float:
         """ρ of one run of a flattened event under this accountant's relation."""
         if isinstance(leaf.curve, ZCDPEvent):
