@@ -50,7 +50,7 @@ def main() -> None:
     from dplib.accounting import subsampled_gaussian_rdp
     from dplib.encoding import (INTEGER_ORDERS, GaussianNoise, LaplaceNoise, StudentTNoise,
                                 codebook_rdp, flat_grads)
-    from dplib.encoding.experiment import (compare_on_digits, digits_problem,
+    from dplib.experiments.encoding import (compare_on_digits, digits_problem,
                                            encoding_throughput, format_table, l1_versus_d2,
                                            same_lr_control)
     from dplib.training import per_example_grads

@@ -17,6 +17,9 @@ one-dimensional integrals for any noise density.
 * :mod:`.denoise` — KS-distance rescaling (post-processing).
 * :mod:`.train` — Algorithm 1 on top of :mod:`dplib.training` and the ℓ1 error of Figure 6.
 
+The chapter's experiment driver (the runs behind its stored tables) is
+:mod:`dplib.experiments.encoding`.
+
 Conventions: Poisson subsampling with rate q, add/remove-one adjacency, micro-batches of one
 record — those of :mod:`dplib.accounting`; with Gaussian noise and code vectors of norm 1 the
 accountant reproduces DP-SGD's subsampled-Gaussian RDP (tests: 1e-8 relative).

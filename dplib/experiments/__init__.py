@@ -7,6 +7,9 @@ in ``benchmarks/`` runs it at full size and stores the result with its provenanc
 The topic packages hold the science; this package holds what runs it. Importing it loads
 nothing heavy: each module imports torch (if it needs it) itself.
 
+* :mod:`dplib.experiments.encoding` — chapter 8: DP-SGD against gradient encoding
+  (:mod:`dplib.encoding`) at matched ε on the digits, the ℓ1-error-against-D₂ curves and the
+  encoding throughput, behind the stored tables of ``benchmarks/encoding.py``.
 * :mod:`dplib.experiments.dpsgd_tables` — chapter 5: the stored speed and accuracy-per-ε tables
   of ``benchmarks/dpsgd_speed.py`` and ``benchmarks/dpsgd_utility.py``.
 * :mod:`dplib.experiments.distributed` — chapter 5: the book's DP-SGD recipe on W processes

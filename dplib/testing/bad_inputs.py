@@ -191,15 +191,17 @@ _BASE_EXCLUDED: dict[str, str] = {
     "dplib.encoding.moments.MomentTable": "data container built by moment_table",
     "dplib.encoding.accounting.EncodingAccountant": "its inputs go through codebook_rdp and "
                                                     "dplib.accounting's conversion (swept)",
-    **{f"dplib.encoding.{name}": "training loop or experiment driver of chapter 8; its inputs "
-                                 "go through the swept functions and dplib.training"
+    **{f"dplib.{name}": "training loop or experiment driver of chapter 8; its inputs "
+                        "go through the swept functions and dplib.training"
        for name in (
-        "codebook.gradient_values", "train.EncodedTrainResult", "train.encoded_noisy_gradient",
-        "train.flat_grads", "train.privatization_error", "train.train_encoded",
-        "experiment.compare_on_digits", "experiment.digits_problem",
-        "experiment.encoding_throughput", "experiment.format_table",
-        "experiment.gaussian_sigma_for_epsilon", "experiment.l1_versus_d2",
-        "experiment.method_noise", "experiment.run_method", "experiment.same_lr_control")},
+        "encoding.codebook.gradient_values", "encoding.train.EncodedTrainResult",
+        "encoding.train.encoded_noisy_gradient", "encoding.train.flat_grads",
+        "encoding.train.privatization_error", "encoding.train.train_encoded",
+        "experiments.encoding.compare_on_digits", "experiments.encoding.digits_problem",
+        "experiments.encoding.encoding_throughput", "experiments.encoding.format_table",
+        "experiments.encoding.gaussian_sigma_for_epsilon", "experiments.encoding.l1_versus_d2",
+        "experiments.encoding.method_noise", "experiments.encoding.run_method",
+        "experiments.encoding.same_lr_control")},
 }
 
 

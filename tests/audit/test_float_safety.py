@@ -35,7 +35,7 @@ NOT_A_RELEASE = {
     "dplib.training.erm.synthetic_logistic": "generates synthetic data, releases nothing",
     "dplib.encoding.codebook.build_codebook":
         "draws the data-independent code book (from N(0, 1) or public gradient values)",
-    "dplib.encoding.experiment.encoding_throughput": "random inputs of a speed benchmark",
+    "dplib.experiments.encoding.encoding_throughput": "random inputs of a speed benchmark",
     "dplib.training.models.check_examples_independent":
         "a synthetic probe input of a structural check, never the data",
     "dplib.training.preflight.check_ghost_on_probe":

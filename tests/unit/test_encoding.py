@@ -374,7 +374,7 @@ def test_calibrate_noise_scale_is_tight_and_on_the_safe_side(noise, steps):
 
 
 def test_gaussian_sigma_for_epsilon_is_on_the_safe_side():
-    from dplib.encoding.experiment import gaussian_sigma_for_epsilon
+    from dplib.experiments.encoding import gaussian_sigma_for_epsilon
     for eps, q, T in [(2.0, 0.0594, 168), (8.0, 0.0594, 168), (0.5, 0.01, 1000)]:
         s = gaussian_sigma_for_epsilon(eps, 1e-5, q, T)
         acc = RDPAccountant(orders=INTEGER_ORDERS)

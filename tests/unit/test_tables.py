@@ -1,7 +1,7 @@
 """dplib.tables.format_table: the one formatter behind the results tables.
 
 Oracles: hand-written expected strings, and the two experiment tables that call it
-(dplib.icl.experiments and dplib.encoding.experiment) reproduced from their layout rules.
+(dplib.icl.experiments and dplib.experiments.encoding) reproduced from their layout rules.
 """
 import math
 
@@ -72,7 +72,7 @@ def test_icl_table_layout():
 
 
 def test_encoding_table_layout():
-    from dplib.encoding.experiment import format_table as encoding_table
+    from dplib.experiments.encoding import format_table as encoding_table
     rows = [{"method": m, "target_epsilon": e, "mean": 0.9, "std": 0.01, "lr": 0.5}
             for m in ("dpsgd", "alg1_gaussian") for e in (2.0, 8.0)]
     lines = encoding_table({"rows": rows, "config": {"epsilons": [2.0, 8.0]}}).splitlines()

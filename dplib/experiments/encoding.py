@@ -1,4 +1,5 @@
-"""The chapter's experiments, in one place for the notebook and ``benchmarks/encoding.py``.
+"""Chapter 8's experiments (gradient encoding, :mod:`dplib.encoding`), in one place for the
+notebook and ``benchmarks/encoding.py``.
 
 * :func:`compare_on_digits` — DP-SGD vs Algorithm 1 (Gaussian, Student-t(9); with and without
   KS denoising) on scikit-learn's digits at matched ε and a fixed number of epochs (the paper's
@@ -23,11 +24,10 @@ from typing import Callable
 import numpy as np
 
 from .._validate import check_int, check_positive, shown
+from ..encoding import (INTEGER_ORDERS, Codebook, NoiseDistribution, StudentTNoise,
+                        build_codebook, calibrate_noise_scale, codebook_rdp, encode, make_noise,
+                        privatization_error, train_encoded)
 from ..tables import format_table as tables_format
-from .accounting import INTEGER_ORDERS, calibrate_noise_scale, codebook_rdp
-from .codebook import Codebook, build_codebook, encode
-from .noise import NoiseDistribution, StudentTNoise, make_noise
-from .train import privatization_error, train_encoded
 
 __all__ = ["METHODS", "gaussian_sigma_for_epsilon", "digits_problem", "method_noise",
            "run_method", "compare_on_digits", "same_lr_control", "format_table", "l1_versus_d2",
