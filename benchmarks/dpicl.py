@@ -47,8 +47,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from dplib import __version__
-    from dplib.icl import (accuracy_table, format_table, load_agnews, load_book_data,
-                           load_model, load_sst2, mia_one_shot)
+    from dplib.experiments.icl import accuracy_table, format_table, mia_one_shot
+    from dplib.icl import load_agnews, load_book_data, load_model, load_sst2
 
     runs, queries, trials = (2, 100, 600) if args.quick else (5, 200, 2000)
     t0 = time.perf_counter()

@@ -7,7 +7,7 @@ Run:  python benchmarks/icl_models.py                      (offline stand-in and
       python benchmarks/icl_models.py --model NAME --revision <40-hex hub commit>
       python benchmarks/icl_models.py --check               (recompute, compare with the table)
 
-Each model gets the same experiments (dplib.icl.report.model_report: accuracy against ε on a
+Each model gets the same experiments (dplib.experiments.icl_report.model_report: accuracy against ε on a
 sentiment and a topic task, 4-shot prompts, M = 20, δ = 1e-5, noise for 100 queries; the 1-shot
 MIA AUC at ε = ∞ and 8), and its row in dplib/data/icl_models.json records the command, commit,
 library versions, device, data and the time taken. Rows of other models are kept.
@@ -32,8 +32,8 @@ def run_model(name: str, revision: str | None, seed: int) -> tuple[dict, dict]:
     import torch
 
     from dplib import __version__
-    from dplib.icl import load_datasets, load_model, model_report
-    from dplib.icl.report import REPORT_SETTINGS
+    from dplib.experiments.icl_report import REPORT_SETTINGS, model_report
+    from dplib.icl import load_datasets, load_model
 
     t0 = time.perf_counter()
     model = load_model(name, revision=revision)
@@ -64,7 +64,7 @@ def run_model(name: str, revision: str | None, seed: int) -> tuple[dict, dict]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from dplib.icl.report import MODEL_TABLE, format_model_table
+    from dplib.experiments.icl_report import MODEL_TABLE, format_model_table
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", help="offline, tiny or a hub name (repeatable)")

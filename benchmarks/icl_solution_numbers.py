@@ -53,8 +53,8 @@ def flip_gap(lm, ds, k: int = 4, n_q: int = 200, *, seed: int) -> dict:
 def measure() -> dict:
     import torch
 
-    from dplib.icl import (OfflineICL, dp_icl_classify, load_book_data, load_model,
-                           mia_one_shot, template_for)
+    from dplib.experiments.icl import mia_one_shot
+    from dplib.icl import OfflineICL, dp_icl_classify, load_book_data, load_model, template_for
 
     torch.set_num_threads(1)     # as the chapter on a CPU
     sentiment, topic = load_book_data("sentiment"), load_book_data("topic")

@@ -38,7 +38,8 @@ def run_key(method: str, epsilon: float, seed: int) -> str:
 
 
 def measure() -> dict:
-    from dplib.icl import OfflineICL, load_book_data, summarise_products
+    from dplib.experiments.icl import summarise_products
+    from dplib.icl import OfflineICL, load_book_data
     from dplib.icl.data import PRODUCTS
 
     model, sentiment = OfflineICL(), load_book_data("sentiment")

@@ -29,4 +29,9 @@ nothing heavy: each module imports torch (if it needs it) itself.
   (from scratch, last layer, bias terms, LoRA, all weights) on the digits;
   :mod:`dplib.experiments.finetune_text` — the same comparison for the tiny GPT-2 on private
   reviews.
+* :mod:`dplib.experiments.icl` — chapter 10: DP in-context learning's tables (accuracy against
+  ε, membership inference against a 1-shot prompt, private product summaries, derailment by
+  per-token noise) of ``benchmarks/dpicl.py`` and ``benchmarks/icl_summaries.py``;
+  :mod:`dplib.experiments.icl_report` — the same experiments on every language model, stored
+  by ``benchmarks/icl_models.py`` (:mod:`dplib.icl` holds the mechanisms and the models).
 """

@@ -12,15 +12,19 @@ machinery, all of it tested:
   corpus, stored in ``dplib/data/tiny_lm`` (a real transformer that runs offline);
 * :mod:`.loader` — the chapter's model switch: ``load_model("offline" | "tiny" | hub name)``
   and the data each runs on;
-* :mod:`.report` — the same experiments on every model, cached with provenance;
 * :mod:`.prompts` — prompt templates and batches of prompts over one exemplar pool;
 * :mod:`.aggregation` — disjoint partitions, noisy vote aggregation and report-noisy-max
   (Wu et al. 2024), embedding- and keyword-space aggregation (ESA, KSA: joint exponential
   mechanism, propose-test-release);
 * :mod:`.fewshot` — private few-shot generation of demonstrations (Tang et al. 2024);
 * :mod:`.accounting` — (ε, δ) over many queries through :mod:`dplib.accounting`;
-* :mod:`.data` — the book's small sentiment and topic data sets and the SST-2 / AG News loaders;
-* :mod:`.experiments` — the chapter's tables: accuracy vs ε, membership inference, summaries.
+* :mod:`.classify` — DP-ICL classification of a batch of queries and its two baselines
+  (zero-shot, one non-private prompt);
+* :mod:`.data` — the book's small sentiment and topic data sets and the SST-2 / AG News loaders.
+
+The chapter's experiments built on them (accuracy against ε, membership inference, summaries,
+the table over every model) are :mod:`dplib.experiments.icl` and
+:mod:`dplib.experiments.icl_report`.
 """
 from .accounting import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, gaussian_epsilon_spent,
                          gaussian_noise_std, per_query_epsilon, vote_noise_std)
@@ -28,18 +32,15 @@ from .aggregation import (Votes, ensemble_votes, esa, joint_em_topk_probability,
                           joint_em_utilities, joint_exponential_topk, keyword_histogram,
                           noisy_vote, partition_exemplars, ptr_distance, ptr_release_probability,
                           ptr_topk, rnm_vote, topk_sequences, vote_histogram)
+from .classify import DPICLResult, dp_icl_classify, single_prompt_predict, zero_shot_predict
 from .data import (TASKS, TextDataset, load_agnews, load_book_data, load_sst2, make_book_data,
                    product_reference, public_corpus, tokenize, write_book_data)
-from .experiments import (DPICLResult, accuracy_table, derailment, dp_icl_classify,
-                          format_table, mia_one_shot, single_prompt_predict, summarise_products,
-                          unigram_f1, zero_shot_predict)
 from .fewshot import (generate_demonstrations, private_next_tokens, synthetic_demonstrations,
                       synthetic_demos_prompts)
 from .hf import HFCausalLM, transformers_available
 from .loader import LOCAL_MODELS, load_datasets, load_model
 from .model import HashingEmbedder, OfflineICL, WordVectors, generate
 from .prompts import PromptBatch, PromptTemplate, template_for
-from .report import format_model_table, load_model_table, model_report
 from .tiny_lm import load_tiny_lm
 
 __all__ = [
@@ -56,7 +57,5 @@ __all__ = [
     "TASKS", "TextDataset", "load_book_data", "make_book_data", "write_book_data",
     "public_corpus", "product_reference", "tokenize", "load_sst2", "load_agnews",
     "DPICLResult", "dp_icl_classify", "zero_shot_predict", "single_prompt_predict",
-    "accuracy_table", "format_table", "mia_one_shot", "unigram_f1", "summarise_products",
-    "derailment", "LOCAL_MODELS", "load_model", "load_datasets", "load_tiny_lm",
-    "model_report", "load_model_table", "format_model_table",
+    "LOCAL_MODELS", "load_model", "load_datasets", "load_tiny_lm",
 ]

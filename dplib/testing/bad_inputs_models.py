@@ -372,7 +372,7 @@ def icl_model_specs() -> list[Spec]:
     except ImportError:
         return []
     from dplib.icl import loader as IL
-    from dplib.icl import report as IR
+    from dplib.experiments import icl_report as IR
     from dplib.icl import tiny_lm as TL
     names = ["", "   ", None, 3]
     return [
@@ -384,7 +384,7 @@ def icl_model_specs() -> list[Spec]:
         Spec("dplib.icl.tiny_lm.train_tiny_lm", lambda: TL.train_tiny_lm,
              kwargs=dict(steps=1, batch_size=2, rng=0),
              params=dict(steps="int1", batch_size="int1", lr="pos", rng="rng")),
-        Spec("dplib.icl.report.model_report", lambda: IR.model_report,
+        Spec("dplib.experiments.icl_report.model_report", lambda: IR.model_report,
              args=(IL.load_model("offline"), *IL.load_datasets("offline")),
              kwargs=dict(rng=0, num_runs=1, num_queries=2, mia_trials=12),
              params=dict(num_runs="int1", num_queries="int1",

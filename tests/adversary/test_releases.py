@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dplib.icl import experiments as ex
+from dplib.experiments import icl as ex
 from dplib.icl.aggregation import (ensemble_votes, esa, joint_em_utilities,
                                    joint_exponential_topk, noisy_vote, partition_exemplars,
                                    ptr_distance, ptr_topk, rnm_vote, vote_histogram)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from dplib.accounting import optimal_composition_epsilon
-from dplib.icl import (PromptBatch, accuracy_table, gaussian_epsilon_spent, mia_one_shot,
-                       partition_exemplars, private_next_tokens, summarise_products,
-                       synthetic_demonstrations, synthetic_demos_prompts, template_for, unigram_f1,
-                       zero_shot_predict)
+from dplib.experiments.icl import accuracy_table, mia_one_shot, summarise_products, unigram_f1
+from dplib.icl import (PromptBatch, gaussian_epsilon_spent, partition_exemplars,
+                       private_next_tokens, synthetic_demonstrations, synthetic_demos_prompts,
+                       template_for, zero_shot_predict)
 
 
 def test_noiseless_step_is_the_argmax_of_summed_distributions(model, sentiment):
@@ -85,7 +85,7 @@ def test_mia_auc_is_high_without_dp_and_bounded_with_dp(model, sentiment):
 
 
 def test_mia_non_member_sets_never_hold_the_target(model, sentiment):
-    from dplib.icl.experiments import _mia_private_sets
+    from dplib.experiments.icl import _mia_private_sets
     n, m, t = 12, 6, 3000          # small pool: (m − 1)/n would put the target in ~40% of sets
     target, member, slot, sets = _mia_private_sets(n, m, t, np.random.default_rng(11))
     assert 0.45 < member.mean() < 0.55
@@ -121,7 +121,7 @@ def test_summaries_without_noise_beat_the_noisiest(model, sentiment):
 
 def test_summaries_noise_is_calibrated_at_finite_epsilon(model, sentiment, monkeypatch):
     """At ε = 2 every method's noise, as reported and as passed to its mechanism, spends ε."""
-    import dplib.icl.experiments as ex
+    import dplib.experiments.icl as ex
     from dplib.icl.data import tokenize
     prods, m, k, t_max, eps, delta = ("battery", "screen"), 10, 2, 2, 2.0, 1e-5
     # the rate, recomputed from the product pools (sizes treated as public)
@@ -171,7 +171,7 @@ def test_summaries_noise_is_calibrated_at_finite_epsilon(model, sentiment, monke
 
 
 def test_derailment_curves(model, sentiment):
-    from dplib.icl import derailment
+    from dplib.experiments.icl import derailment
     pool = [t for t in sentiment.pool_texts if "lamp" in t.split()]
     res = derailment(model, template_for(sentiment), pool, "the lamp is", (0.0, 3.0),
                      num_runs=20, max_tokens=4, num_subsets=10, shots=2, sample_rate=0.5,

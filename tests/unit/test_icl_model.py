@@ -16,7 +16,7 @@ from scipy.special import logsumexp
 
 from dplib.icl import (HashingEmbedder, HFCausalLM, OfflineICL, PromptBatch, PromptTemplate,
                        generate, load_book_data, template_for)
-from dplib.icl.experiments import zero_shot_predict
+from dplib.icl.classify import zero_shot_predict
 
 
 def _accuracy(model, ds, k, draws, seed, flip=False, n_queries=300):

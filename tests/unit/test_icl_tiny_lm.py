@@ -24,10 +24,11 @@ import pytest
 import torch
 from scipy.special import logsumexp
 
+from dplib.experiments.icl import mia_one_shot, summarise_products
+from dplib.experiments.icl_report import load_model_table
 from dplib.icl import (HFCausalLM, OfflineICL, PromptBatch, dp_icl_classify, load_book_data,
-                       load_datasets, load_model, load_model_table, load_tiny_lm, mia_one_shot,
-                       summarise_products, synthetic_demonstrations, template_for,
-                       zero_shot_predict)
+                       load_datasets, load_model, load_tiny_lm, synthetic_demonstrations,
+                       template_for, zero_shot_predict)
 from dplib.icl.data import vocabulary
 from dplib.icl.tiny_lm import TINY_LM_DIR, build_tokenizer, tiny_config, training_texts
 

@@ -79,7 +79,8 @@ def test_icl_summaries_driver_reproduces_stored_runs():
                                                   ROOT / "benchmarks" / "icl_summaries.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    from dplib.icl import OfflineICL, load_book_data, summarise_products
+    from dplib.experiments.icl import summarise_products
+    from dplib.icl import OfflineICL, load_book_data
     from dplib.icl.data import PRODUCTS
     stored = load_cached_result("icl_summaries")
     model, sentiment = OfflineICL(), load_book_data("sentiment")

@@ -1,7 +1,7 @@
 """dplib.tables.format_table: the one formatter behind the results tables.
 
 Oracles: hand-written expected strings, and the two experiment tables that call it
-(dplib.icl.experiments and dplib.experiments.encoding) reproduced from their layout rules.
+(dplib.experiments.icl and dplib.experiments.encoding) reproduced from their layout rules.
 """
 import math
 
@@ -63,7 +63,7 @@ def test_right_aligned_lines_all_have_the_table_width():
 
 
 def test_icl_table_layout():
-    from dplib.icl.experiments import format_table as icl_table
+    from dplib.experiments.icl import format_table as icl_table
     runs = np.array([60.0, 70.0])
     tables = {"sentiment": {"ε = 0 (0-shot)": {"mean": 55.0, "std": 0.0, "runs": np.array([55.0])},
                             "ε = 1": {"mean": 65.0, "std": 5.0, "runs": runs}}}

@@ -1,8 +1,8 @@
 """One table for every language model the chapter runs DP-ICL on, cached with its provenance.
 
 :func:`model_report` runs the same experiments on any model of :mod:`dplib.icl.loader` —
-accuracy against ε on a sentiment and a topic task (:func:`~dplib.icl.experiments.accuracy_table`)
-and the 1-shot membership-inference AUC (:func:`~dplib.icl.experiments.mia_one_shot`) — and
+accuracy against ε on a sentiment and a topic task (:func:`~dplib.experiments.icl.accuracy_table`)
+and the 1-shot membership-inference AUC (:func:`~dplib.experiments.icl.mia_one_shot`) — and
 ``benchmarks/icl_models.py`` stores the results in ``dplib/data/icl_models.json`` with the
 command, commit, library versions and device that produced them. The chapter prints the stored
 table (:func:`format_model_table`): numbers are never typed by hand.
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .._validate import as_generator, check_int, shown
 from ..tables import format_table as tables_format
-from .data import TextDataset
-from .experiments import accuracy_table, mia_one_shot
+from ..icl.data import TextDataset
+from .icl import accuracy_table, mia_one_shot
 
 __all__ = ["MODEL_TABLE", "REPORT_SETTINGS", "model_report", "load_model_table",
            "format_model_table"]

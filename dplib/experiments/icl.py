@@ -1,152 +1,44 @@
-"""The experiments of the DP-ICL chapter, shared by the notebook and ``benchmarks/dpicl.py``.
+"""Chapter 10's experiments on DP in-context learning, shared by the notebook and
+``benchmarks/dpicl.py``, ``benchmarks/icl_summaries.py`` and ``benchmarks/icl_solution_numbers.py``.
 
-* :func:`dp_icl_classify` — DP-ICL for one batch of queries (partition, vote, noisy arg-max);
+The mechanisms are in :mod:`dplib.icl` (:func:`~dplib.icl.classify.dp_icl_classify`, the
+aggregators of :mod:`dplib.icl.aggregation`, the accounting of :mod:`dplib.icl.accounting`);
+this module runs them and scores the results:
+
 * :func:`accuracy_table` — accuracy at ε ∈ {0 (zero-shot), 1, 3, 8, ∞ (ensemble), ∞ (one
   prompt)} in the form of Wu et al.'s Table 1 (mean and standard deviation over runs);
+  :func:`format_table` prints it;
 * :func:`mia_one_shot` — membership inference against a 1-shot prompt, AUC per ε (Wu et al.
   2024, Table 15);
 * :func:`summarise_products` — the generation task: a private one-line summary of a product's
-  reviews by per-token noisy decoding, ESA or KSA.
+  reviews by per-token noisy decoding, ESA or KSA, scored by :func:`unigram_f1`;
+* :func:`derailment` — how per-token noise derails ensemble decoding.
+
+Importing it loads nothing heavy: :func:`mia_one_shot` imports scikit-learn (the AUC) when called.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import norm
-from sklearn.metrics import roc_auc_score
 
-from .._validate import as_generator, check_choice, check_int, check_probability, check_real, shown
+from .._validate import (as_generator, check_choice, check_int, check_probability, check_real,
+                         shown)
+from ..icl.accounting import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, gaussian_noise_std,
+                              per_query_epsilon, vote_noise_std)
+from ..icl.aggregation import (ensemble_votes, esa, joint_exponential_topk, keyword_histogram,
+                               noisy_vote, partition_exemplars, ptr_topk)
+from ..icl.classify import dp_icl_classify, single_prompt_predict, zero_shot_predict
+from ..icl.data import (NEGATIVE, POSITIVE, PRODUCTS, STOPWORDS, TextDataset, product_reference,
+                        tokenize)
+from ..icl.fewshot import private_next_tokens
+from ..icl.model import generate
+from ..icl.prompts import PromptBatch, PromptTemplate, template_for
 from ..tables import format_table as tables_format
-from .accounting import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, gaussian_noise_std,
-                         per_query_epsilon, vote_noise_std)
-from .aggregation import (Votes, ensemble_votes, esa, joint_exponential_topk, keyword_histogram,
-                          noisy_vote, partition_exemplars, ptr_topk, rnm_vote)
-from .data import NEGATIVE, POSITIVE, PRODUCTS, STOPWORDS, TextDataset, product_reference, \
-    tokenize
-from .fewshot import private_next_tokens
-from .model import generate
-from .prompts import PromptBatch, PromptTemplate, template_for
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ..reporting import PrivacyReport
-
-__all__ = ["DPICLResult", "zero_shot_predict", "single_prompt_predict", "dp_icl_classify",
-           "accuracy_table", "format_table", "mia_one_shot", "unigram_f1",
+__all__ = ["accuracy_table", "format_table", "mia_one_shot", "unigram_f1",
            "summarise_products", "derailment"]
-
-
-def _check_eps(epsilon: object) -> float:
-    eps = check_real("epsilon", epsilon, low=0.0, high=math.inf, high_open=False)
-    if eps == 0:
-        raise ValueError("epsilon must be in (0, inf], got 0: epsilon = 0 means the private "
-                         "exemplars are not used at all — call zero_shot_predict")
-    return eps
-
-
-# ---------------------------------------------------------------------------------------------
-# Classification
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DPICLResult:
-    """Output of :func:`dp_icl_classify` (``noisy`` is what a released histogram would be).
-
-    Only ``predictions`` (and ``noisy``) are private releases; ``votes`` are the ensemble's raw,
-    non-private answers, kept for analysis — publishing them publishes the exemplars' votes."""
-    predictions: np.ndarray
-    votes: Votes
-    noisy: np.ndarray | None
-    noise_std: float
-    epsilon: float
-    delta: float
-    sample_rate: float
-    info: dict = field(default_factory=dict)
-
-    def privacy_report(self, **public_facts: object) -> "PrivacyReport":
-        """This release's complete privacy statement, read from the run:
-        :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
-        from ..reporting import privacy_report
-        return privacy_report(self, **public_facts)
-
-
-def zero_shot_predict(model, template: PromptTemplate, queries: Sequence[str]) -> np.ndarray:
-    """Predictions with no demonstrations at all (ε = 0: the private data are never read)."""
-    batch = PromptBatch(template, (), None, np.full((len(queries), 1), -1), list(queries))
-    return np.asarray(model.predict(batch))
-
-
-def single_prompt_predict(model, template: PromptTemplate, pool_texts: Sequence[str],
-                          pool_labels: np.ndarray, queries: Sequence[str], shots: int, *,
-                          rng) -> np.ndarray:
-    """Non-private ICL with *one* prompt of ``shots`` random exemplars shared by every query."""
-    k = check_int("shots", shots)
-    if k > len(pool_texts):
-        raise ValueError(f"shots must be in [1, {len(pool_texts)}], got {shown(shots)}")
-    demos = as_generator(rng).choice(len(pool_texts), k, replace=False)
-    batch = PromptBatch(template, pool_texts, np.asarray(pool_labels),
-                        np.broadcast_to(demos, (len(queries), k)).copy(), list(queries))
-    return np.asarray(model.predict(batch))
-
-
-def dp_icl_classify(model, template: PromptTemplate, pool_texts: Sequence[str],
-                    pool_labels: np.ndarray, queries: Sequence[str], *, epsilon: float,
-                    delta: float, num_subsets: int, shots: int,
-                    sample_rate: float | None = None, sampler: str = "poisson",
-                    aggregator: str = "gaussian", accountant: str = "rdp",
-                    num_queries: int | None = None, rng) -> DPICLResult:
-    """DP-ICL classification of ``queries`` (Wu et al. 2024, §3.1), (ε, δ)-DP for the exemplars.
-
-    Every query gets its own disjoint subsets (:func:`partition_exemplars`; ``sampler`` and its
-    adjacency as documented there; default rate q = M·shots/n for Poisson sampling), one prompt
-    per subset, and a private arg-max of the M votes:
-
-    * ``aggregator="gaussian"``: N(0, s²) on every count, s from :func:`vote_noise_std` for Q
-      queries (``num_queries``, default ``len(queries)``) at rate q;
-    * ``aggregator="rnm"``: Gumbel report-noisy-max, ε₀-DP per query with ε₀ from
-      :func:`per_query_epsilon` (pure DP, optimal composition).
-
-    ε = ``math.inf`` is the non-private ensemble (plain majority vote).
-
-    Adjacency: add/remove of one exemplar (Poisson sampling). The default rate q = M·shots/n is
-    computed from the pool size n, which the accounting treats as public: the
-    Poisson-subsampled Gaussian analysis assumes a rate fixed in advance, and under add/remove n
-    itself changes by one. If n is private, pass a ``sample_rate`` fixed independently of the
-    data (as :mod:`dplib.icl.fewshot` says for its per-label rates).
-    """
-    eps = _check_eps(epsilon)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    m = check_int("num_subsets", num_subsets)
-    k = check_int("shots", shots)
-    check_choice("aggregator", aggregator, ("gaussian", "rnm"))
-    n = len(pool_texts)
-    if sample_rate is None:
-        q = 1.0 if sampler == "fixed" else min(1.0, m * k / n)
-    else:
-        q = check_probability("sample_rate", sample_rate, low_open=True)
-    qn = len(queries) if num_queries is None else check_int("num_queries", num_queries)
-    if qn < len(queries):
-        raise ValueError(f"num_queries must be >= len(queries) = {len(queries)}, got {qn}")
-    gen = as_generator(rng)
-    demos = partition_exemplars(n, m, len(queries), shots=k, sample_rate=q, sampler=sampler,
-                                rng=gen)
-    votes = ensemble_votes(model, template, pool_texts, pool_labels, queries, demos)
-    hist = votes.histogram
-    info = {"num_queries": qn, "num_subsets": m, "shots": k, "aggregator": aggregator,
-            "sampler": sampler, "accountant": accountant}
-    if aggregator == "rnm":
-        if math.isinf(eps):
-            return DPICLResult(np.argmax(hist, axis=1), votes, None, 0.0, eps, d, q, info)
-        e0 = per_query_epsilon(eps, d, qn)
-        info["epsilon_per_query"] = e0
-        return DPICLResult(np.asarray(rnm_vote(hist, e0, rng=gen)), votes, None, math.nan, eps,
-                           d, q, info)
-    s = vote_noise_std(eps, d, qn, q, accountant=accountant)
-    pred, noisy = noisy_vote(hist, s, rng=gen)
-    return DPICLResult(pred, votes, noisy, s, eps, d, q, info)
 
 
 def accuracy_table(model, dataset: TextDataset, *, epsilons: Sequence[float] = (1.0, 3.0, 8.0),
@@ -248,6 +140,9 @@ def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 
     differ by at most √2 in ℓ2 and the optimal test between N(μ, s²I) and N(μ+Δ, s²I) has AUC
     Φ(‖Δ‖/(√2 s)).
     """
+    from scipy.stats import norm
+    from sklearn.metrics import roc_auc_score
+
     t = check_int("num_trials", num_trials, low=4)
     m = check_int("num_subsets", num_subsets)
     gen = as_generator(rng)
@@ -348,7 +243,7 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
     ε = ∞. Q = ``len(products)``.
     """
     check_choice("method", method, ("per_token", "esa", "ksa_em", "ksa_ptr"))
-    eps = _check_eps(epsilon)
+    eps = check_real("epsilon", epsilon, low=0.0, high=math.inf, high_open=False)
     d = check_probability("delta", delta, low_open=True, high_open=True)
     m = check_int("num_subsets", num_subsets)
     k = check_int("shots", shots)
