@@ -19,8 +19,8 @@ use the σ Theorem 3.1 claims suffices, which is unproved for m < n. Prints the 
 (mean ± std over seeds, in %), the paper's Table 4 diagnostics (β, β/λ, (εn²/(αd))/(β/λ)²) for
 the RDP pair of the run, what Theorem 3.1 would claim at the run's σ, the verdict
 "DP-SGLD ≥ DP-SGD?", and wall-clock times. ``--scaling`` adds accuracy against n on synthetic
-features (dplib.langevin.scaling_study). All numbers are measured in this run, with fixed seeds (an
-experiment, not a release).
+features (dplib.experiments.langevin.scaling_study). All numbers are measured in this run, with
+fixed seeds (an experiment, not a release).
 """
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ import numpy as np
 import torch
 
 from dplib import get_device
-from dplib.langevin import METHODS, compare_on_digits, format_comparison, scaling_study
+from dplib.experiments.langevin import (METHODS, compare_on_digits, format_comparison,
+                                        scaling_study)
 
 
 STORE = Path(__file__).resolve().parent.parent / "dplib" / "data" / "sgld_digits.json"

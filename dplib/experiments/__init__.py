@@ -10,6 +10,9 @@ nothing heavy: each module imports torch (if it needs it) itself.
 * :mod:`dplib.experiments.encoding` — chapter 8: DP-SGD against gradient encoding
   (:mod:`dplib.encoding`) at matched ε on the digits, the ℓ1-error-against-D₂ curves and the
   encoding throughput, behind the stored tables of ``benchmarks/encoding.py``.
+* :mod:`dplib.experiments.langevin` — chapter 7: DP-SGLD against DP-GLD, DP-SGD and no DP on
+  private logistic regression (:mod:`dplib.langevin` holds the samplers and bounds), behind the
+  stored tables of ``benchmarks/sgld_table.py``.
 * :mod:`dplib.experiments.dpsgd_tables` — chapter 5: the stored speed and accuracy-per-ε tables
   of ``benchmarks/dpsgd_speed.py`` and ``benchmarks/dpsgd_utility.py``.
 * :mod:`dplib.experiments.distributed` — chapter 5: the book's DP-SGD recipe on W processes

@@ -14,21 +14,21 @@ Modules, by concept:
 * :mod:`.logistic` — the constants, gradient, loss and accuracy of regularised logistic
   regression, the paper's model.
 * :mod:`.sampler` — the DP-SGLD sampler ``dp_sgld`` and ``train_dp_sgld_logistic``.
-* :mod:`.experiments` — chapter 7's comparison with DP-GLD, DP-SGD and no DP.
+* :mod:`.comparison` — what chapter 7's comparison with DP-SGD computes besides the samplers:
+  the DP-SGD baseline's σ under replace-one adjacency and the quantities of Table 4. The runs
+  themselves (data, models, seeds, the printed table) are :mod:`dplib.experiments.langevin`.
 
 Every public name is importable from here, e.g. ``dplib.langevin.privacy_dynamics_rdp`` or
 ``dplib.langevin.sgld_rdp``.
 """
 from __future__ import annotations
 
-from . import counterexample, dynamics, experiments, gradient_descent, logistic, sampler, sgld
+from . import comparison, counterexample, dynamics, gradient_descent, logistic, sampler, sgld
+from .comparison import calibrate_noise_replace_one, table4_diagnostics
 from .counterexample import one_step_delta_lower_bound, theorem_3_1_refutation
 from .dynamics import (calibrate_sigma, composition_rdp, exact_gaussian_renyi, excess_risk_bound,
                        langevin_epsilon, privacy_dynamics_rdp, squared_loss_lower_bound,
                        squared_loss_moments)
-from .experiments import (DEFAULT_METHODS, METHODS, calibrate_noise_replace_one,
-                          compare_methods, compare_on_digits, format_comparison, scaling_study,
-                          table4_diagnostics)
 from .gradient_descent import noisy_gd, squared_loss_gradient
 from .logistic import (LogisticConstants, logistic_regression_accuracy,
                        logistic_regression_constants, logistic_regression_grad,
@@ -41,4 +41,4 @@ from .sgld import (RELEASED_ORDERS, constant_step_rdp, decreasing_step_rdp,
                    sgld_utility_bound)
 
 __all__ = (dynamics.__all__ + gradient_descent.__all__ + sgld.__all__ + counterexample.__all__
-           + logistic.__all__ + sampler.__all__ + experiments.__all__)
+           + logistic.__all__ + sampler.__all__ + comparison.__all__)

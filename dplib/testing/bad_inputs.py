@@ -145,9 +145,9 @@ _BASE_EXCLUDED: dict[str, str] = {
         "dplib.icl.fewshot.generate_demonstrations", "dplib.icl.fewshot.private_next_tokens",
         "dplib.icl.fewshot.synthetic_demonstrations",
         "dplib.icl.fewshot.synthetic_demos_prompts",
-        "dplib.langevin.experiments.compare_methods",
-        "dplib.langevin.experiments.compare_on_digits",
-        "dplib.langevin.experiments.scaling_study",
+        "dplib.experiments.langevin.compare_methods",
+        "dplib.experiments.langevin.compare_on_digits",
+        "dplib.experiments.langevin.scaling_study",
         )},
     # data I/O, text utilities and language-model adapters (no privacy parameter; their files
     # and downloads are tested in tests/unit)
@@ -163,7 +163,7 @@ _BASE_EXCLUDED: dict[str, str] = {
         "dplib.icl.model.HashingEmbedder", "dplib.icl.model.OfflineICL",
         "dplib.icl.model.WordVectors", "dplib.icl.model.generate",
         "dplib.icl.prompts.PromptTemplate",
-        "dplib.icl.prompts.template_for", "dplib.langevin.experiments.format_comparison",
+        "dplib.icl.prompts.template_for", "dplib.experiments.langevin.format_comparison",
         "dplib.icl.tiny_lm.build_tokenizer", "dplib.icl.tiny_lm.save_tiny_lm",
         "dplib.icl.tiny_lm.load_tiny_lm", "dplib.experiments.icl_report.load_model_table",
         "dplib.experiments.icl_report.format_model_table")},

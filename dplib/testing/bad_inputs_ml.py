@@ -363,11 +363,11 @@ def ml_specs() -> list[Spec]:
                  params=dict(target_epsilon="pos", delta="delta", lipschitz="pos", n="int1",
                              batch_size=[0, -1, 2.5, 5000], K=[-1, 2.5, "3"],
                              rtol=[0.0, -1.0, NAN])),
-            Spec("dplib.langevin.experiments.calibrate_noise_replace_one",
+            Spec("dplib.langevin.comparison.calibrate_noise_replace_one",
                  lambda: SG.calibrate_noise_replace_one, args=(1.0, 1e-5, 0.01, 100),
                  params=dict(target_epsilon="pos", delta="delta", sample_rate="rate",
                              num_steps="int1")),
-            Spec("dplib.langevin.experiments.table4_diagnostics", lambda: SG.table4_diagnostics,
+            Spec("dplib.langevin.comparison.table4_diagnostics", lambda: SG.table4_diagnostics,
                  args=(2.0, 0.01, 1.0, 30.0, 2000, 10),
                  params=dict(beta="pos", lam="pos", alpha=[1.0, NAN], n="int1", d="int1")),
         ]

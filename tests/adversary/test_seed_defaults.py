@@ -34,11 +34,11 @@ NOT_A_RELEASE = {
                                                 "Bayesian network",
     "dplib.experiments.finetune.utility_table seeds": "number of repetitions",
     "dplib.experiments.finetune_text.text_utility_table seeds": "number of repetitions",
-    "dplib.langevin.experiments.compare_methods seeds": "number of repetitions",
-    "dplib.langevin.experiments.compare_on_digits seeds": "number of repetitions",
-    "dplib.langevin.experiments.compare_on_digits data_seed": "a data split",
-    "dplib.langevin.experiments.scaling_study seeds": "number of repetitions",
-    "dplib.langevin.experiments.scaling_study data_seed": "a data split",
+    "dplib.experiments.langevin.compare_methods seeds": "number of repetitions",
+    "dplib.experiments.langevin.compare_on_digits seeds": "number of repetitions",
+    "dplib.experiments.langevin.compare_on_digits data_seed": "a data split",
+    "dplib.experiments.langevin.scaling_study seeds": "number of repetitions",
+    "dplib.experiments.langevin.scaling_study data_seed": "a data split",
 }
 
 

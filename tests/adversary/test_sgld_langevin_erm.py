@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from dplib.accounting import DEFAULT_ORDERS
+from dplib.experiments.langevin import compare_methods, format_comparison
 from dplib.features import synthetic_features
-from dplib.langevin import (compare_methods, dp_sgld, format_comparison, langevin_epsilon,
-                            noisy_gd, one_step_delta_lower_bound, released_iterates_epsilon,
-                            sgld_calibrate_sigma, sgld_epsilon, squared_loss_gradient,
-                            train_dp_sgld_logistic)
+from dplib.langevin import (dp_sgld, langevin_epsilon, noisy_gd, one_step_delta_lower_bound,
+                            released_iterates_epsilon, sgld_calibrate_sigma, sgld_epsilon,
+                            squared_loss_gradient, train_dp_sgld_logistic)
 from dplib.training.erm import (dp_gd_logistic, fit_logistic, objective_perturbation_logistic,
                                 output_perturbation_logistic, synthetic_logistic)
 

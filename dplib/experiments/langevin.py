@@ -1,13 +1,16 @@
 """Chapter 7's experiments: DP-SGLD against DP-GLD, DP-SGD and no DP on private logistic
-regression (the book's version of Ryffel, Bach & Pointcheval 2022, Tables 1–4).
+regression (the book's version of Ryffel, Bach & Pointcheval 2022, Tables 1–4), behind the
+stored tables of ``benchmarks/sgld_table.py``.
 
 * :func:`compare_methods` — one table of :data:`METHODS` on a data set of unit-norm features;
   :func:`compare_on_digits` runs it on public features of scikit-learn's digits and
   :func:`scaling_study` against the training-set size;
-* :func:`calibrate_noise_replace_one` — the DP-SGD baseline under the replace-one adjacency of
-  Theorem 3.1;
-* :func:`table4_diagnostics` — the quantities of the paper's Table 4;
 * :func:`format_comparison` — the rows as the printed table.
+
+The science they run is in :mod:`dplib.langevin`: the sampler
+(:func:`~dplib.langevin.train_dp_sgld_logistic`), the accountants, the DP-SGD baseline's σ under
+replace-one adjacency (:func:`~dplib.langevin.calibrate_noise_replace_one`) and Table 4's
+quantities (:func:`~dplib.langevin.table4_diagnostics`).
 
 Every run draws fresh OS entropy unless a seed is passed; a fixed seed makes a table
 reproducible — for experiments, never for a release.
@@ -15,57 +18,25 @@ reproducible — for experiments, never for a release.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from numbers import Integral
 
 import numpy as np
 
-from .._validate import (check_choice, check_int, check_positive, check_probability,
-                         check_real)
+from .._constraints import Custom, Integer, constrained, same_as, unconstrained
+from .._validate import shown
+from ..accounting._params import COUNT, DELTA, POSITIVE, SAMPLE_RATE
 from ..device import release_seed
+from ..langevin import (RELEASED_ORDERS, SGLDResult, calibrate_noise_replace_one,
+                        logistic_regression_constants, released_iterates_epsilon,
+                        released_iterates_rdp, sgld_calibrate_sigma, sgld_epsilon, sgld_rdp,
+                        table4_diagnostics, train_dp_sgld_logistic)
+from ..langevin._checks import check_features
+from ..langevin._params import SEED_OR_NONE
 from ..tables import format_table
-from ._checks import check_features
-from .logistic import logistic_regression_constants
-from .sampler import SGLDResult, train_dp_sgld_logistic
-from .sgld import (RELEASED_ORDERS, released_iterates_epsilon, released_iterates_rdp,
-                   sgld_calibrate_sigma, sgld_epsilon, sgld_rdp)
 
-__all__ = ["table4_diagnostics", "calibrate_noise_replace_one", "METHODS", "DEFAULT_METHODS",
-           "compare_methods", "compare_on_digits", "scaling_study", "format_comparison"]
-
-
-def table4_diagnostics(beta: float, lam: float, epsilon_rdp: float, alpha: float, n: int,
-                       d: int) -> dict:
-    """The quantities of Table 4 of Ryffel et al. (2022): β, β/λ and (εn²/(αd)) / (β/λ)².
-
-    The last one decides whether Theorem 4.2's step count K = max((β/λ)·εn²/(αd),
-    (λ/β)(εn²/(αd))²) grows like n² (ratio < 1, the first term wins) or n⁴ (ratio > 1).
-    ``epsilon_rdp`` and ``alpha`` are the RDP pair (ε at order α) of the run.
-    """
-    b = check_positive("beta", beta)
-    lm = check_positive("lam", lam)
-    e = check_positive("epsilon_rdp", epsilon_rdp)
-    a = check_real("alpha", alpha, low=1.0)
-    nn = check_int("n", n, low=1)
-    dd = check_int("d", d, low=1)
-    ratio = e * nn**2 / (a * dd)
-    return {"beta": b, "beta_over_lam": b / lm, "ratio": ratio / (b / lm) ** 2,
-            "K_theorem_4_2": max(b / lm * ratio, lm / b * ratio**2)}
-
-
-def calibrate_noise_replace_one(target_epsilon: float, delta: float, sample_rate: float,
-                                num_steps: int) -> float:
-    """Noise multiplier σ making ``num_steps`` Poisson-subsampled Gaussian steps (DP-SGD)
-    (ε, δ)-DP under *replace-one* adjacency, the relation of Theorem 3.1.
-
-    :func:`dplib.training.train` accounts under add/remove, the convention of Opacus — which is
-    also what the paper's DP-SGD baseline used. Replacing a record is a removal and an addition,
-    so the same ε is a weaker promise under add/remove. Here σ is
-    :func:`dplib.accounting.calibrate_noise` with the PLD accountant and
-    ``neighboring="replace_one"`` (σ = noise std / C in both relations); ε(σ) ≤ target holds.
-    """
-    from ..accounting import calibrate_noise
-    return calibrate_noise(target_epsilon, delta, sample_rate, num_steps, "pld",
-                           neighboring="replace_one", rtol=2.5e-6)
-
+__all__ = ["METHODS", "DEFAULT_METHODS", "compare_methods", "compare_on_digits",
+           "scaling_study", "format_comparison"]
 
 #: Rows of :func:`compare_methods`. The two "Thm 3.1 claim" rows account DP-SGLD by Theorem 3.1
 #: for m < n (``accountant="theorem_3_1"``, flagged unproved); they are not in
@@ -74,6 +45,53 @@ METHODS = ("DP-SGLD constant", "DP-SGLD decreasing", "DP-SGLD constant, Thm 3.1 
            "DP-SGLD decreasing, Thm 3.1 claim", "DP-GLD", "DP-SGD add/remove",
            "DP-SGD replace-one", "No DP constant", "No DP decreasing")
 DEFAULT_METHODS = tuple(m for m in METHODS if "claim" not in m)
+
+
+def _methods(name: str, value: object) -> tuple:
+    """A tuple (or list) of names from :data:`METHODS`, returned as a tuple."""
+    if not isinstance(value, (tuple, list)):
+        raise ValueError(f"{name} must be a tuple of names from {list(METHODS)}, "
+                         f"got {shown(value)}")
+    for m in value:
+        if not isinstance(m, str) or m not in METHODS:
+            raise ValueError(f"{name} must be a tuple of names from {list(METHODS)}, "
+                             f"got {shown(m)} in it")
+    return tuple(value)
+
+
+#: A subset of :data:`METHODS`.
+_METHODS = Custom(_methods, "a tuple of names from METHODS",
+                  ["no-such-method", ("no-such-method",), None, 3, "DP-GLD", ("DP-GLD", 3)])
+
+
+def _data(name: str, value: object) -> Mapping:
+    """{"train": (X, y), "test": (X, y), "num_classes": C}; the arrays are checked where used."""
+    if not isinstance(value, Mapping) or not {"train", "test", "num_classes"} <= set(value):
+        raise ValueError(f'{name} must be a dict with "train": (X, y), "test": (X, y) and '
+                         f'"num_classes", got {shown(value)}')
+    for part in ("train", "test"):
+        if not isinstance(value[part], (tuple, list)) or len(value[part]) != 2:
+            raise ValueError(f'{name}["{part}"] must be a pair (X, y), got '
+                             f"{shown(value[part])}")
+    return value
+
+
+_DATA = Custom(_data, 'a dict {"train": (X, y), "test": (X, y), "num_classes": C}',
+               [None, 3, "abc", {}, {"train": None, "test": None, "num_classes": 2}])
+
+
+def _sizes(name: str, value: object) -> tuple:
+    """A non-empty tuple of training-set sizes, integers ≥ 10."""
+    vals = list(value) if isinstance(value, (tuple, list, np.ndarray)) else None
+    if not vals or any(isinstance(v, bool) or not isinstance(v, (Integral, np.integer))
+                       or v < 10 for v in vals):
+        raise ValueError(f"{name} must be a non-empty tuple of integers >= 10, got "
+                         f"{shown(value)}")
+    return tuple(int(v) for v in vals)
+
+
+_SIZES = Custom(_sizes, "a non-empty tuple of integers >= 10",
+                [(), (9,), (500, 5), (500.0,), (True,), None, 500, "500"])
 
 _ACCOUNTANT_LABEL = {"theorem_3_1": "Theorem 3.1", "released_iterates": "released iterates",
                      "none": "-"}
@@ -93,6 +111,9 @@ def _run_rdp_pair(res: SGLDResult, n: int) -> tuple[float, float]:
     return float(rdp[int(np.argmin(np.abs(orders - alpha)))]), alpha
 
 
+@constrained(data=_DATA, seeds=COUNT, epochs=POSITIVE, batch_size=COUNT, lam=POSITIVE,
+             target_epsilon=POSITIVE, delta=DELTA, max_grad_norm=POSITIVE, methods=_METHODS,
+             seed=SEED_OR_NONE)
 def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_size: int = 200,
                     lam: float = 0.03, target_epsilon: float = 1.0, delta: float = 1e-5,
                     max_grad_norm: float = 1.0, methods: tuple = DEFAULT_METHODS,
@@ -122,14 +143,11 @@ def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_siz
 
     from ..training import evaluate, make_logistic_regression, train
 
-    s = check_int("seeds", seeds, low=1)
+    s, m = seeds, batch_size
     s0 = release_seed(seed, bits=62)
-    for mth in methods:
-        check_choice("methods", mth, METHODS)
     (X, y), (Xt, yt), C = data["train"], data["test"], data["num_classes"]
     X = check_features(X)
     n, p = X.shape
-    m = check_int("batch_size", batch_size, low=1)
     rows = []
 
     def sgld(key, method, schedule, batch, target, ep, accountant="auto"):
@@ -201,6 +219,9 @@ def compare_methods(data: dict, *, seeds: int = 5, epochs: float = 30, batch_siz
     return {"rows": rows, "diagnostics": diag, "seed": s0}
 
 
+@constrained(**same_as(compare_methods, "seeds", "epochs", "batch_size", "lam",
+                       "target_epsilon", "delta", "max_grad_norm", "methods", "seed"),
+             dim=COUNT, data_seed=Integer(min=0))
 def compare_on_digits(*, seeds: int = 5, epochs: float = 30, batch_size: int = 200,
                       lam: float = 0.03, dim: int = 16, target_epsilon: float = 1.0,
                       delta: float = 1e-5, max_grad_norm: float = 1.0, data_seed: int = 0,
@@ -243,6 +264,9 @@ def compare_on_digits(*, seeds: int = 5, epochs: float = 30, batch_size: int = 2
     return out
 
 
+@constrained(sizes=_SIZES, batch_fraction=SAMPLE_RATE, data_seed=Integer(min=0),
+             **same_as(compare_methods, "seeds", "epochs", "lam", "target_epsilon", "delta",
+                       "methods", "seed"))
 def scaling_study(sizes: tuple = (500, 2000, 8000), *, seeds: int = 2, epochs: float = 30,
                   batch_fraction: float = 0.2, lam: float = 0.03, target_epsilon: float = 1.0,
                   delta: float = 1e-5, data_seed: int = 0,
@@ -260,12 +284,11 @@ def scaling_study(sizes: tuple = (500, 2000, 8000), *, seeds: int = 2, epochs: f
     from ..features import synthetic_features
 
     seed = release_seed(seed, bits=62)
-    frac = check_probability("batch_fraction", batch_fraction, low_open=True)
     acc = {k: [] for k in methods}
     for n in sizes:
-        data = synthetic_features(check_int("n", n, low=10), n_test=2000, seed=data_seed)
+        data = synthetic_features(n, n_test=2000, seed=data_seed)
         out = compare_methods(data, seeds=seeds, epochs=epochs,
-                              batch_size=max(1, round(frac * n)), lam=lam,
+                              batch_size=max(1, round(batch_fraction * n)), lam=lam,
                               target_epsilon=target_epsilon, delta=delta, methods=methods,
                               seed=seed, device=device)
         for row in out["rows"]:
@@ -274,8 +297,7 @@ def scaling_study(sizes: tuple = (500, 2000, 8000), *, seeds: int = 2, epochs: f
             **{k: np.array(v) for k, v in acc.items()}}
 
 
-
-
+@unconstrained("formats the rows compare_methods returns (plain text, no privacy input)")
 def format_comparison(rows: list[dict]) -> str:
     """The rows of :func:`compare_methods` as a plain-text table: method, step schedule,
     adjacency, accountant, ε, σ, steps and test accuracy in % (mean ± std over seeds).
