@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/membership_runs.py [--json out.json] [--threads 1]
 
-Trains, with the chapter's recipe (``dplib.attacks.MIA_RECIPE``: DP-Adam, q = 0.1, 20 epochs,
+Trains, with the chapter's recipe (``dplib.experiments.attacks.MIA_RECIPE``: DP-Adam, q = 0.1, 20 epochs,
 lr 0.02, C = 1, δ = 1e-5), 4 targets and 32 shadows on the 1,797-digit pool for no DP and for
 ε = 8, 3, 1; 64 shadows once more without DP; the explore widget's 8 populations; and the canary
 audit's 2 × 64 runs per setting; attacks them and writes what chapter 9 quotes and draws

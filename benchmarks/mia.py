@@ -15,7 +15,7 @@ Printed per setting and attack (loss threshold, shadow-model classifier, LiRA of
 with per-example and fixed variance): AUC, TPR at 0.1% and 1% FPR over all (target, example)
 pairs, and the ε lower bound at 95% confidence from those pairs (threshold chosen on half of
 them). That bound treats the pairs as independent trials although they share the target
-models: its confidence is nominal (see dplib.attacks.experiment). The canary audit is the
+models: its confidence is nominal (see dplib.experiments.attacks). The canary audit is the
 rigorous one: ``--canary-runs`` models with and as many without one mislabelled record, its
 score in each run an i.i.d. trial (Jagielski et al. 2020).
 
@@ -34,10 +34,10 @@ import time
 
 import torch
 
-from dplib.attacks import (ATTACKS, MIA_RECIPE, attack_summary, canary_audit, digits_pool,
-                           membership_masks, mia_model, population_epsilon_lower_bound,
-                           run_attacks, train_models_batched, train_models_sequential,
-                           train_population)
+from dplib.attacks import (attack_summary, membership_masks, population_epsilon_lower_bound,
+                           train_models_batched, train_models_sequential)
+from dplib.experiments.attacks import (ATTACKS, MIA_RECIPE, canary_audit, digits_pool, mia_model,
+                                       run_attacks, train_population)
 
 RECIPE = MIA_RECIPE
 pool = digits_pool

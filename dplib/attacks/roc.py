@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_probability, check_real, check_real_array, shown
+from .._constraints import constrained
+from .._validate import as_generator, check_probability, check_real, check_real_array, shown
+from ..accounting._params import DELTA0
+from ._params import CONFIDENCE, RNG
 from .audit_stats import clopper_pearson
 
 __all__ = ["roc_curve", "roc_auc", "tpr_at_fpr", "operating_point", "attack_summary", "plot_roc",
-           "dp_tpr_bound", "check_membership_labels", "check_scores"]
+           "dp_tpr_bound", "check_membership_labels", "check_scores",
+           "population_epsilon_lower_bound"]
 
 
 def check_membership_labels(labels, *, name: str = "labels") -> np.ndarray:
@@ -219,3 +223,23 @@ def plot_roc(ax, scores, labels, *, label: str | None = None, log: bool = True,
     ax.set_xlabel("false-positive rate")
     ax.set_ylabel("true-positive rate")
     return line
+
+
+@constrained(delta=DELTA0, confidence=CONFIDENCE, rng=RNG)
+def population_epsilon_lower_bound(scores, membership, *, delta: float = 0.0,
+                                   confidence: float = 0.95, rng):
+    """ε lower bound from pooled (target, example) membership trials via
+    :func:`dplib.attacks.audit_stats.audit_from_samples` (threshold chosen on a random half of
+    the members and non-members, counted on the other half).
+
+    NOMINAL confidence only: pooled trials that share target models are not independent
+    (:func:`dplib.experiments.attacks.run_attacks` pools T targets; the Clopper–Pearson
+    interval assumes independent trials, Jagielski et al. 2020, Sec. 3), so the interval's width
+    is optimistic. Returns the :class:`~dplib.attacks.audit_stats.AuditResult`.
+    """
+    from .audit_stats import audit_from_samples
+    lab = check_membership_labels(membership, name="membership")
+    s = check_scores(scores, lab.size)
+    gen = as_generator(rng)
+    return audit_from_samples(gen.permutation(s[lab]), gen.permutation(s[~lab]), delta=delta,
+                              confidence=confidence)

@@ -6,7 +6,7 @@ the user is scored by averaging its records' membership scores
 (:func:`dplib.attacks.scores.score_examples`), then by offline LiRA on that user score (Carlini
 et al. 2022, Sec. IV-C, leave-one-model-out over the trained population, pooled variance).
 Reported: AUC and TPR at low FPR (:func:`dplib.attacks.roc.attack_summary`) and the ε lower
-bound the pooled trials imply (:func:`dplib.attacks.experiment.population_epsilon_lower_bound`,
+bound the pooled trials imply (:func:`dplib.attacks.roc.population_epsilon_lower_bound`,
 Clopper–Pearson on held-out trials via :func:`dplib.attacks.audit_stats.audit_from_samples`;
 NOMINAL confidence: the trials share models). The same audit runs a record-level recipe
 (``privacy_unit="record"``): its ε is then about one record, and for a user with k records it
@@ -95,9 +95,8 @@ def user_membership_audit(X: object, y: object, user_ids: object, *, target_user
     from ..training.user_level import cap_records, check_user_ids
     from ..accounting import group_privacy
     from ..training.user_level import group_epsilon as best_group_epsilon
-    from .experiment import population_epsilon_lower_bound
     from .lira import lira_offline
-    from .roc import attack_summary
+    from .roc import attack_summary, population_epsilon_lower_bound
     from .scores import score_examples
 
     check_choice("privacy_unit", privacy_unit, ("user", "record"))

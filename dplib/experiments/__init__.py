@@ -27,7 +27,12 @@ nothing heavy: each module imports torch (if it needs it) itself.
   (:mod:`dplib.selection` holds the algorithms).
 * :mod:`dplib.experiments.membership` — chapter 9: the stored membership-inference runs
   (targets, shadows, attack scores as ranks, the widget's populations, the canary audits) of
-  ``benchmarks/membership_runs.py`` and their loader.
+  ``benchmarks/membership_runs.py`` and their loader; :mod:`dplib.experiments.attacks` — the
+  experiment it stores: train targets and shadows
+  (:func:`~dplib.experiments.attacks.train_population`), attack them
+  (:func:`~dplib.experiments.attacks.run_attacks`), the canary audit
+  (:func:`~dplib.experiments.attacks.canary_audit`); the attacks themselves are in
+  :mod:`dplib.attacks`.
 * :mod:`dplib.experiments.finetune` — chapter 13: fine-tuning a pretrained model privately
   (from scratch, last layer, bias terms, LoRA, all weights) on the digits;
   :mod:`dplib.experiments.finetune_text` — the same comparison for the tiny GPT-2 on private

@@ -4,11 +4,13 @@ scores, the explore widget's populations and the canary audits, and how the chap
 Training the chapter's models takes minutes on a CPU (4 settings × 36 models × 200 DP-Adam
 steps on 1,797 records, 68 more models for the 64-shadow check, 160 for the widget, 256 for the
 canary audit), so :func:`membership_runs` trains them once with the tested library
-(:func:`dplib.attacks.train_population`, :func:`dplib.attacks.run_attacks`,
-:func:`dplib.attacks.lira_by_shadow_count`, :func:`dplib.attacks.canary_audit`) and returns what
-the chapter quotes and draws; ``python benchmarks/membership_runs.py`` stores it, with the run's
-provenance, as ``dplib/data/membership_runs.json`` and :func:`load_membership_runs` reads it
-back. The chapter still trains a small population live and checks it against the stored one.
+(:func:`dplib.experiments.attacks.train_population`,
+:func:`~dplib.experiments.attacks.run_attacks`,
+:func:`~dplib.experiments.attacks.lira_by_shadow_count`,
+:func:`~dplib.experiments.attacks.canary_audit`) and returns what the chapter quotes and draws;
+``python benchmarks/membership_runs.py`` stores it, with the run's provenance, as
+``dplib/data/membership_runs.json`` and :func:`load_membership_runs` reads it back.
+The chapter still trains a small population live and checks it against the stored one.
 
 What is stored, and why it is enough. An ROC curve, its AUC, a TPR at a fixed FPR, the
 Clopper–Pearson intervals of the counts behind it and the audit of
@@ -117,7 +119,7 @@ def widget_population(size: int, label: str, *, device: str = "cpu") -> tuple:
     (one of :data:`WIDGET_EPSILONS`): :data:`N_TARGETS` targets and :data:`WIDGET_SHADOWS`
     shadows on ``digits_pool(2 * size, seed=size)``, seed 3, the chapter's recipe. Returns
     ``(population, scores, membership)`` of the attacks :data:`WIDGET_ATTACKS`."""
-    from ..attacks import MIA_RECIPE, digits_pool, mia_model, run_attacks, train_population
+    from .attacks import MIA_RECIPE, digits_pool, mia_model, run_attacks, train_population
     size = check_int("size", size)
     if size not in WIDGET_SIZES:
         raise ValueError(f"size must be one of {list(WIDGET_SIZES)}, got {size}")
@@ -148,19 +150,18 @@ def membership_runs(*, device: str = "cpu", quick: bool = False) -> dict:
       shadow attack with a small network as classifier, and LiRA online with 64 shadows (a
       separate population, same targets).
     * ``widget``: :func:`widget_population` for every size and ε label.
-    * ``canary``: :func:`dplib.attacks.canary_audit` with :data:`CANARY_RUNS` runs per side on
-      the first :data:`CANARY_BASE` pool records after the canary (record 0 with label + 1),
-      without DP and at ε = 8, seed 2: the canary's scores in every run.
+    * ``canary``: :func:`dplib.experiments.attacks.canary_audit` with :data:`CANARY_RUNS` runs
+      per side on the first :data:`CANARY_BASE` pool records after the canary (record 0 with
+      label + 1), without DP and at ε = 8, seed 2: the canary's scores in every run.
 
     ``quick`` (for tests of this function only) trains 2 targets and 4 shadows for 2 epochs
     and skips the 64-shadow population, the widget and the canary.
     """
     from scipy import stats
 
-    from ..attacks import (ATTACKS, MIA_RECIPE, attack_summary, canary_audit, digits_pool,
-                           fit_gaussians, logit_scaled_confidence, loss_scores, mia_model,
-                           run_attacks, train_population)
-    from ..attacks.experiment import lira_by_shadow_count
+    from ..attacks import attack_summary, fit_gaussians, logit_scaled_confidence, loss_scores
+    from .attacks import (ATTACKS, MIA_RECIPE, canary_audit, digits_pool, lira_by_shadow_count,
+                          mia_model, run_attacks, train_population)
     if not isinstance(quick, bool):
         raise ValueError(f"quick must be True or False, got {shown(quick)}")
     recipe = dict(MIA_RECIPE, epochs=2) if quick else MIA_RECIPE
@@ -245,9 +246,10 @@ def membership_runs(*, device: str = "cpu", quick: bool = False) -> dict:
 
 @dataclass
 class StoredPopulation:
-    """One setting of the stored run, with the fields of :class:`dplib.attacks.Population`
-    that need no model outputs: ``masks`` [T + S, N] (targets first), ``n_targets``,
-    ``labels``, the privacy parameters and the per-model accuracies."""
+    """One setting of the stored run, with the fields of
+    :class:`dplib.experiments.attacks.Population` that need no model outputs: ``masks``
+    [T + S, N] (targets first), ``n_targets``, ``labels``, the
+    privacy parameters and the per-model accuracies."""
     masks: np.ndarray
     labels: np.ndarray
     n_targets: int
@@ -270,11 +272,11 @@ def load_membership_runs(record: dict | None = None) -> dict:
     ``scores[eps][attack]`` (the ranks, float64) and ``member[eps]`` for ε in
     :data:`SETTINGS`; ``loss`` (the non-private targets' losses, in the order of
     ``member[None]``), ``calibration`` (records, φ [models, 2]), ``curve``
-    (a :class:`dplib.attacks.ShadowCountCurve`), and the rest of ``nonprivate``; ``widget[size,
-    label]`` = (scores, membership, held-out accuracy, replace-one ε); ``canary[eps]``;
+    (a :class:`dplib.experiments.attacks.ShadowCountCurve`), and the rest of ``nonprivate``;
+    ``widget[size, label]`` = (scores, membership, held-out accuracy, replace-one ε);
+    ``canary[eps]``;
     ``provenance`` and ``setting``."""
-    from ..attacks import digits_pool
-    from ..attacks.experiment import ShadowCountCurve
+    from .attacks import ShadowCountCurve, digits_pool
     if record is None:
         from ..datasets import load_cached_result
         record = load_cached_result("membership_runs")

@@ -3,7 +3,7 @@ and how LiRA's power grows with the number of shadow models.
 
 Both figures draw numbers computed elsewhere in ``dplib``: the operating points of
 :func:`dplib.attacks.roc.operating_point` (counts and Clopper–Pearson intervals) and the curve
-of :func:`dplib.attacks.experiment.lira_by_shadow_count`. Nothing is recomputed here.
+of :func:`dplib.experiments.attacks.lira_by_shadow_count`. Nothing is recomputed here.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ..plotting import COLORS
 
 __all__ = ["ATTACK_LABELS", "ATTACK_COLORS", "operating_points_figure", "shadow_count_figure"]
 
-#: Display names of the attacks of :func:`dplib.attacks.experiment.run_attacks`.
+#: Display names of the attacks of :func:`dplib.experiments.attacks.run_attacks`.
 ATTACK_LABELS = {"loss": "loss threshold", "shadow": "shadow models (Shokri)",
                  "lira_offline": "LiRA offline", "lira_offline_fixed": "LiRA offline, fixed var.",
                  "lira_online": "LiRA online", "lira_online_fixed": "LiRA online, fixed var."}
@@ -115,12 +115,12 @@ def operating_points_figure(points, *, fpr: float | None = None) -> Figure:
 def shadow_count_figure(curve) -> Figure:
     """LiRA's TPR at a low FPR (top) and AUC (bottom) against the number of shadow models.
 
-    ``curve`` is a :class:`dplib.attacks.experiment.ShadowCountCurve`. Lines are the means over
+    ``curve`` is a :class:`dplib.experiments.attacks.ShadowCountCurve`. Lines are the means over
     the disjoint groups of shadows at each count, small dots the single groups; the dotted line
     in the top panel is chance (TPR = FPR). The x-axis counts shadow models per example, half
     IN and half OUT, as in Carlini et al. (2022, Fig. 9).
     """
-    from ..attacks.experiment import ShadowCountCurve
+    from ..experiments.attacks import ShadowCountCurve
     if not isinstance(curve, ShadowCountCurve):
         raise ValueError(f"curve must be a ShadowCountCurve (from lira_by_shadow_count), got "
                          f"{type(curve).__name__}")

@@ -115,9 +115,9 @@ _BASE_EXCLUDED: dict[str, str] = {
     "dplib.widgets.FigurePanel": "built by interactive_figure (swept)",
     # result records (dataclasses returned by swept functions)
     **{name: "result record returned by a library function" for name in (
-        "dplib.attacks.canary.CanaryAuditResult", "dplib.attacks.experiment.CanaryAudit",
+        "dplib.attacks.canary.CanaryAuditResult", "dplib.experiments.attacks.CanaryAudit",
         "dplib.attacks.ladder.LadderResult", "dplib.attacks.one_run.OneRunAudit",
-        "dplib.attacks.experiment.Population", "dplib.attacks.extraction.ExtractionResult",
+        "dplib.experiments.attacks.Population", "dplib.attacks.extraction.ExtractionResult",
         "dplib.attacks.extraction.InversionResult", "dplib.attacks.lira.GaussianFits",
         "dplib.training.batched.BatchedModels", "dplib.features.PublicFeatureMap",
         "dplib.icl.aggregation.Votes", "dplib.icl.data.TextDataset",
@@ -127,10 +127,10 @@ _BASE_EXCLUDED: dict[str, str] = {
     # experiment drivers: minutes of training each; their inputs reach the swept functions
     **{name: "experiment driver (minutes per call); validated by the swept functions it calls"
        for name in (
-        "dplib.attacks.experiment.canary_audit", "dplib.attacks.experiment.digits_pool",
-        "dplib.attacks.experiment.mia_model",
-        "dplib.attacks.experiment.population_epsilon_lower_bound",
-        "dplib.attacks.experiment.run_attacks", "dplib.attacks.experiment.train_population",
+        "dplib.experiments.attacks.canary_audit", "dplib.experiments.attacks.digits_pool",
+        "dplib.experiments.attacks.mia_model",
+        "dplib.attacks.roc.population_epsilon_lower_bound",
+        "dplib.experiments.attacks.run_attacks", "dplib.experiments.attacks.train_population",
         "dplib.attacks.shadow.ShadowModelAttack", "dplib.training.batched.train_models_batched",
         "dplib.training.batched.train_models_sequential",
         "dplib.training.distributed.launch", "dplib.experiments.distributed.digits_recipe",
@@ -172,8 +172,8 @@ _BASE_EXCLUDED: dict[str, str] = {
                                                      "(swept)",
     "dplib.figures.attacks.shadow_count_figure": "draws a ShadowCountCurve of "
                                                  "lira_by_shadow_count",
-    "dplib.attacks.experiment.ShadowCountCurve": "result record of lira_by_shadow_count",
-    "dplib.attacks.experiment.lira_by_shadow_count": "experiment driver of chapter 9 over a "
+    "dplib.experiments.attacks.ShadowCountCurve": "result record of lira_by_shadow_count",
+    "dplib.experiments.attacks.lira_by_shadow_count": "experiment driver of chapter 9 over a "
                                                      "trained population (train_population); "
                                                      "tested in tests/unit/test_figures_attacks.py",
     "dplib.figures.dpsgd.training_run_figure": "draws a TrainResult of dplib.training.train, "

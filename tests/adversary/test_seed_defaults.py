@@ -12,8 +12,8 @@ import pytest
 from dplib.testing.bad_inputs import public_callables
 
 NOT_A_RELEASE = {
-    "dplib.attacks.experiment.digits_pool seed": "the public pool's split",
-    "dplib.attacks.experiment.run_attacks seed": "the attacker's own randomness",
+    "dplib.experiments.attacks.digits_pool seed": "the public pool's split",
+    "dplib.experiments.attacks.run_attacks seed": "the attacker's own randomness",
     "dplib.attacks.shadow.ShadowModelAttack seed": "the attacker's classifier",
     "dplib.datasets.load_cifar10 seed": "a data split",
     "dplib.datasets.load_digits seed": "a data split",

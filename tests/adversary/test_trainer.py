@@ -425,7 +425,7 @@ def test_experiment_drivers_draw_fresh_seeds_unless_given_one():
     canary audits, the Dirac-canary audit) have no public default seed either: without one
     they draw fresh OS entropy and record it; a given seed reproduces them."""
     from dplib.attacks import canary as AU
-    from dplib.attacks.experiment import canary_audit, train_population
+    from dplib.experiments.attacks import canary_audit, train_population
     x, y = torch.tensor(X), torch.tensor(Y)
     kw = dict(model_fn=lambda s: make_logistic_regression(5, 3, seed=s), sample_rate=0.5,
               lr=0.1, steps=2, device="cpu")

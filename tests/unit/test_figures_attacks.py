@@ -8,8 +8,8 @@ import torch
 from matplotlib.figure import Figure
 
 from dplib.attacks import clopper_pearson, membership_masks, tpr_at_fpr
-from dplib.attacks.experiment import (Population, ShadowCountCurve, lira_by_shadow_count,
-                                      run_attacks)
+from dplib.experiments.attacks import (Population, ShadowCountCurve, lira_by_shadow_count,
+                                       run_attacks)
 from dplib.attacks.roc import attack_summary, operating_point
 from dplib.figures.attacks import operating_points_figure, shadow_count_figure
 

@@ -2,7 +2,7 @@
 data → Clopper–Pearson) must give ε lower bounds that are valid (≤ the true ε at 95%
 confidence) and tight for a mechanism whose ε is known exactly: randomized response used as a
 "training algorithm" that releases one bit about whether a record is a member. Also the
-end-to-end experiment helpers of dplib.attacks.experiment, and the canary audit on tiny models.
+end-to-end experiment helpers of dplib.experiments.attacks, and the canary audit on tiny models.
 The generic audit of dplib's mechanisms is tested in test_audit_core.py; this file is the
 membership-inference version.
 """
@@ -13,10 +13,9 @@ import pytest
 import torch
 from scipy import stats
 
-from dplib.attacks import (ATTACKS, attack_summary, canary_audit, dp_tpr_bound,
-                           epsilon_lower_bound, max_certifiable_epsilon,
-                           population_epsilon_lower_bound, roc_curve, run_attacks,
-                           train_population)
+from dplib.attacks import (attack_summary, dp_tpr_bound, epsilon_lower_bound,
+                           max_certifiable_epsilon, population_epsilon_lower_bound, roc_curve)
+from dplib.experiments.attacks import ATTACKS, canary_audit, run_attacks, train_population
 from dplib.mechanisms import randomized_response
 
 

@@ -1,7 +1,9 @@
 """Membership-inference experiments end to end: train targets and shadows, attack, audit.
 
-The chapter on membership inference and ``benchmarks/mia.py`` run the same experiment, so it
-lives here once.
+The chapter on membership inference, ``benchmarks/mia.py`` and ``benchmarks/membership_runs.py``
+(:mod:`dplib.experiments.membership`) run the same experiment, so it lives here once. The
+science it runs — the attack scores, LiRA, the ROC metrics and the audit statistics — is in
+:mod:`dplib.attacks`; this module trains the models and puts the pieces together.
 
 * :func:`train_population` trains ``n_targets`` target models, each on a uniformly random half
   of a data pool, and ``n_shadows`` shadow models on a *balanced* design (every example in
@@ -22,6 +24,9 @@ lives here once.
   al. 2021), turned into an ε lower bound with Clopper–Pearson confidence by
   :func:`dplib.attacks.audit_stats.audit_from_samples`.
 
+The ε lower bound from the pooled (target, example) trials of :func:`run_attacks` is
+:func:`dplib.attacks.roc.population_epsilon_lower_bound`.
+
 Adjacency. A target trains on exactly half the pool, so for an example x "in" versus "out" is
 x against another record in its place: replace-one, not add/remove. The accountant of the
 recipe (``Population.epsilon``) is the add/remove ε of :func:`dplib.training.train`; the DP
@@ -33,9 +38,9 @@ divide by the public expected batch size q·|D| on both sides.
 
 A caveat on pooling. The (target, example) pairs of :func:`run_attacks` share a handful of
 target models, so they are not independent trials: a Clopper–Pearson bound computed from them
-(``population_epsilon_lower_bound``) has only nominal confidence. Each pair still satisfies the
-DP inequality in expectation, so the pooled rates are fair estimates; only the width of the
-interval is optimistic. The canary audit has no such caveat.
+(:func:`~dplib.attacks.roc.population_epsilon_lower_bound`) has only nominal confidence. Each
+pair still satisfies the DP inequality in expectation, so the pooled rates are fair estimates;
+only the width of the interval is optimistic. The canary audit has no such caveat.
 """
 from __future__ import annotations
 
@@ -46,16 +51,21 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .._validate import as_generator, check_int, check_positive, check_probability, shown
-from .lira import lira_offline, lira_online
-from .roc import attack_summary, check_membership_labels, check_scores
-from .scores import score_examples
+from .._constraints import (Custom, InstanceOf, Integer, IsCallable, Options, constrained,
+                            unconstrained)
+from .._validate import as_generator, check_int, check_probability, shown
+from ..attacks._params import (CONFIDENCE, COUNT_OR_NONE, FPR, POSITIVE_OR_NONE, RELEASE_SEED,
+                              RNG, SEED)
+from ..attacks.audit_stats import audit_from_samples
+from ..attacks.lira import lira_offline, lira_online
+from ..attacks.roc import attack_summary
+from ..attacks.scores import score_examples
+from ..attacks.shadow import ShadowModelAttack, membership_masks
 from ..training.batched import train_models_batched
-from .shadow import ShadowModelAttack, membership_masks
 
-__all__ = ["Population", "train_population", "run_attacks", "ATTACKS",
-           "population_epsilon_lower_bound", "CanaryAudit", "canary_audit", "digits_pool",
-           "mia_model", "MIA_RECIPE", "ShadowCountCurve", "lira_by_shadow_count"]
+__all__ = ["Population", "train_population", "run_attacks", "ATTACKS", "CanaryAudit",
+           "canary_audit", "digits_pool", "mia_model", "MIA_RECIPE", "ShadowCountCurve",
+           "lira_by_shadow_count"]
 
 #: The training recipe of the membership-inference chapter and benchmark: DP-Adam with Poisson
 #: rate q = 0.1 for 20 epochs (200 steps on 898 records), lr 0.02, clipping norm C = 1,
@@ -64,12 +74,19 @@ MIA_RECIPE = dict(sample_rate=0.1, lr=0.02, optimizer="adam", epochs=20, max_gra
                   delta=1e-5)
 
 
+@constrained(seed=SEED)
 def mia_model(seed: int):
     """The chapter's target/shadow architecture: the book's MLP 64 → 64 (tanh) → 10."""
     from ..training import make_mlp
     return make_mlp(64, 10, (64,), seed=seed)
 
 
+def _check_pool_size(name: str, value: object) -> int | None:
+    return None if value is None else check_int(name, value, low=2)
+
+
+@constrained(size=Custom(_check_pool_size, "None or an integer >= 2",
+                         [1, 0, -3, 2.5, float("nan"), "3", True]), seed=RNG)
 def digits_pool(size: int | None = None, *, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """The data pool: all 1,797 digits of :func:`dplib.datasets.load_digits` (train, val and
     test splits joined, standardised), or a seeded random subset of ``size`` of them."""
@@ -78,7 +95,6 @@ def digits_pool(size: int | None = None, *, seed: int = 0) -> tuple[torch.Tensor
     x = torch.cat([d[k][0] for k in ("train", "val", "test")])
     y = torch.cat([d[k][1] for k in ("train", "val", "test")])
     if size is not None:
-        size = check_int("size", size, low=2)
         if size > x.shape[0]:
             raise ValueError(f"size must be at most {x.shape[0]}, got {size}")
         idx = torch.from_numpy(np.sort(as_generator(seed).permutation(x.shape[0])[:size]))
@@ -90,6 +106,7 @@ ATTACKS = ("loss", "shadow", "lira_offline", "lira_offline_fixed", "lira_online"
            "lira_online_fixed")
 
 
+@unconstrained("result record built by train_population (declared) from its trained models")
 @dataclass
 class Population:
     """Targets and shadows trained on one pool: ``logits`` [T + S, N, C] (targets first),
@@ -113,6 +130,9 @@ class Population:
         return self.masks.shape[0] - self.n_targets
 
 
+@constrained(model_fn=IsCallable("a function from a seed to a freshly initialised model"),
+             n_targets=Integer(min=1), n_shadows=Integer(min=2), epsilon=POSITIVE_OR_NONE,
+             seed=RELEASE_SEED)
 def train_population(X, y, *, model_fn: Callable[[int], torch.nn.Module], n_targets: int,
                      n_shadows: int, epsilon: float | None = None,
                      seed: int | None = None, device=None, **train_kwargs) -> Population:
@@ -127,8 +147,7 @@ def train_population(X, y, *, model_fn: Callable[[int], torch.nn.Module], n_targ
     recorded in the result; a fixed seed is for experiments, never for a release.
     """
     from ..device import release_seed
-    t = check_int("n_targets", n_targets)
-    s = check_int("n_shadows", n_shadows, low=2)
+    t, s = n_targets, n_shadows
     seed = release_seed(seed, bits=48)
     x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).float()
     yy = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y).long()
@@ -141,7 +160,7 @@ def train_population(X, y, *, model_fn: Callable[[int], torch.nn.Module], n_targ
     if epsilon is None:
         kw.update(noise_multiplier=0.0, max_grad_norm=math.inf)
     else:
-        kw.update(target_epsilon=check_positive("epsilon", epsilon))
+        kw.update(target_epsilon=epsilon)
     bm = train_models_batched(models, x, yy, masks, seeds=[10_000 * seed + m
                                                            for m in range(t + s)],
                               device=device, **kw)
@@ -165,6 +184,59 @@ def _replace_one_epsilon(bm) -> float:
                     num_steps=bm.steps).get_epsilon(bm.delta)
 
 
+def _check_attacks(name: str, value: object) -> tuple:
+    """A list of attack names among :data:`ATTACKS` (not a single string)."""
+    try:
+        names = tuple(value) if not isinstance(value, str) else None
+        ok = names is not None and all(isinstance(a, str) and a in ATTACKS for a in names)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be a list of attacks among {list(ATTACKS)}, got "
+                         f"{shown(value)}")
+    return names
+
+
+_LIRA = tuple(a for a in ATTACKS if a.startswith("lira"))
+
+
+def _check_lira_attacks(name: str, value: object) -> tuple:
+    """A non-empty list of LiRA variants among the LiRA entries of :data:`ATTACKS`."""
+    try:
+        names = tuple(value) if not isinstance(value, str) else ()
+        ok = bool(names) and all(isinstance(a, str) and a in _LIRA for a in names)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be a non-empty list of LiRA variants among "
+                         f"{list(_LIRA)}, got {shown(value)}")
+    return names
+
+
+def _check_counts(name: str, value: object) -> list:
+    """A non-empty list of even integers ≥ 4 (shadow models per example), sorted, unique."""
+    try:
+        ks = sorted({check_int(name, k, low=4) for k in value})
+    except TypeError:
+        raise ValueError(f"{name} must be a list of even integers >= 4, got "
+                         f"{shown(value)}") from None
+    if not ks or any(k % 2 for k in ks):
+        raise ValueError(f"{name} must be a non-empty list of even integers >= 4, got "
+                         f"{shown(value)}")
+    return ks
+
+
+_BAD_ATTACKS = ["lira", ["lira"], "loss", None, 3, [3]]
+#: The population an attack or a curve is computed on.
+POPULATION = InstanceOf(Population, "a Population (from train_population)",
+                        bad=(None, 1.0, "x", {"masks": None}))
+
+
+@constrained(pop=POPULATION,
+             attacks=Custom(_check_attacks, f"a list of attacks among {list(ATTACKS)}",
+                            _BAD_ATTACKS),
+             shadow_classifier=Options("logistic", "mlp"), n_attack_shadows=COUNT_OR_NONE,
+             seed=SEED)
 def run_attacks(pop: Population, attacks=ATTACKS, *, shadow_classifier: str = "logistic",
                 n_attack_shadows: int | None = None, seed: int = 0) -> tuple[dict, np.ndarray]:
     """Score every (target, example) pair with each attack; returns ``(scores, membership)``.
@@ -173,9 +245,6 @@ def run_attacks(pop: Population, attacks=ATTACKS, *, shadow_classifier: str = "l
     matching booleans. Larger scores mean "member" for every attack. The shadow-model classifier
     is trained on the first ``n_attack_shadows`` shadows (default: all of them).
     """
-    unknown = [a for a in attacks if a not in ATTACKS]
-    if unknown:
-        raise ValueError(f"attacks must be among {list(ATTACKS)}, got {unknown}")
     T = pop.n_targets
     y = pop.labels
     tgt_logits, sh_logits = pop.logits[:T], pop.logits[T:]
@@ -188,8 +257,7 @@ def run_attacks(pop: Population, attacks=ATTACKS, *, shadow_classifier: str = "l
         if a == "loss":
             out[a] = score_examples(tgt_logits, y[None, :], "loss")
         elif a == "shadow":
-            k = pop.n_shadows if n_attack_shadows is None else check_int("n_attack_shadows",
-                                                                         n_attack_shadows)
+            k = pop.n_shadows if n_attack_shadows is None else n_attack_shadows
             att = ShadowModelAttack(classifier=shadow_classifier, seed=seed)
             att.fit(sh_logits[:k], y, sh_in[:k])
             out[a] = att.score(tgt_logits, y)
@@ -200,6 +268,7 @@ def run_attacks(pop: Population, attacks=ATTACKS, *, shadow_classifier: str = "l
         pop.masks[:T].reshape(-1)
 
 
+@unconstrained("result record built by lira_by_shadow_count (declared)")
 @dataclass(frozen=True)
 class ShadowCountCurve:
     """LiRA's power as a function of the number of shadow models (:func:`lira_by_shadow_count`).
@@ -218,6 +287,12 @@ class ShadowCountCurve:
     tpr_groups: dict
 
 
+@constrained(pop=POPULATION,
+             counts=Custom(_check_counts, "a non-empty list of even integers >= 4",
+                           [[3], [5], [2], [], 5, [4.0], None, "4", [4, True]]),
+             attacks=Custom(_check_lira_attacks, f"a non-empty list of LiRA variants among "
+                            f"{list(_LIRA)}", _BAD_ATTACKS + [("loss",), "lira_online", []]),
+             fpr=FPR)
 def lira_by_shadow_count(pop: Population, counts, *,
                          attacks=("lira_online", "lira_online_fixed"),
                          fpr: float = 1e-3) -> ShadowCountCurve:
@@ -234,22 +309,7 @@ def lira_by_shadow_count(pop: Population, counts, *,
     This is the ablation of Carlini et al. (2022, Sec. VI-B, Fig. 9): per-example variances
     need many shadow models; with few, one pooled variance does better.
     """
-    if not isinstance(pop, Population):
-        raise ValueError(f"pop must be a Population (from train_population), got "
-                         f"{type(pop).__name__}")
-    lira = [a for a in ATTACKS if a.startswith("lira")]
-    if isinstance(attacks, str) or not attacks or any(a not in lira for a in attacks):
-        raise ValueError(f"attacks must be a non-empty list of LiRA variants among {lira}, "
-                         f"got {shown(attacks)}")
-    target_fpr = check_probability("fpr", fpr, low_open=True, high_open=True)
-    try:
-        ks = sorted({check_int("counts", k, low=4) for k in counts})
-    except TypeError:
-        raise ValueError(f"counts must be a list of even integers >= 4, got "
-                         f"{shown(counts)}") from None
-    if not ks or any(k % 2 for k in ks):
-        raise ValueError(f"counts must be a non-empty list of even integers >= 4, got "
-                         f"{shown(counts)}")
+    target_fpr, ks = fpr, counts
     T = pop.n_targets
     sh_in = np.asarray(pop.masks[T:], dtype=bool)
     fewest = int(min(sh_in.sum(0).min(), (~sh_in).sum(0).min()))
@@ -290,23 +350,7 @@ def lira_by_shadow_count(pop: Population, counts, *,
                             tpr_groups={a: tuple(tpr_g[a]) for a in attacks})
 
 
-def population_epsilon_lower_bound(scores, membership, *, delta: float = 0.0,
-                                   confidence: float = 0.95, rng):
-    """ε lower bound from pooled (target, example) trials via
-    :func:`dplib.attacks.audit_stats.audit_from_samples` (threshold chosen on a random half of
-    the members and non-members, counted on the other half).
-
-    NOMINAL confidence only: the trials share target models (module docstring). Returns the
-    :class:`~dplib.attacks.audit_stats.AuditResult`.
-    """
-    from .audit_stats import audit_from_samples
-    lab = check_membership_labels(membership, name="membership")
-    s = check_scores(scores, lab.size)
-    gen = as_generator(rng)
-    return audit_from_samples(gen.permutation(s[lab]), gen.permutation(s[~lab]), delta=delta,
-                              confidence=confidence)
-
-
+@unconstrained("result record built by canary_audit (declared)")
 @dataclass
 class CanaryAudit:
     """Outcome of :func:`canary_audit`: the audit, the canary's scores in the runs with it
@@ -320,6 +364,9 @@ class CanaryAudit:
     seed: int | None = None
 
 
+@constrained(canary_y=Integer(min=0), runs=Integer(min=4),
+             model_fn=IsCallable("a function from a seed to a freshly initialised model"),
+             epsilon=POSITIVE_OR_NONE, confidence=CONFIDENCE, seed=RELEASE_SEED)
 def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
                  model_fn: Callable[[int], torch.nn.Module], epsilon: float | None = None,
                  confidence: float = 0.95, seed: int | None = None, device=None,
@@ -335,14 +382,13 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
     ``seed=None`` draws 48 fresh bits (recorded); pass a seed to reproduce an audit.
     """
     from ..device import release_seed
-    r = check_int("runs", runs, low=4)
+    r = runs
     seed = release_seed(seed, bits=48)
-    check_probability("confidence", confidence, low_open=True, high_open=True)
     x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).float()
     yy = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y).long()
     cx = torch.as_tensor(np.asarray(canary_x) if not isinstance(canary_x, torch.Tensor)
                          else canary_x).float().reshape(1, *x.shape[1:])
-    cy = check_int("canary_y", canary_y, low=0)
+    cy = canary_y
     pool_x = torch.cat([x, cx])
     pool_y = torch.cat([yy, torch.tensor([cy])])
     n = x.shape[0]
@@ -353,7 +399,7 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
     if epsilon is None:
         kw.update(noise_multiplier=0.0, max_grad_norm=math.inf)
     else:
-        kw.update(target_epsilon=check_positive("epsilon", epsilon))
+        kw.update(target_epsilon=epsilon)
     q = check_probability("sample_rate", kw.get("sample_rate"), low_open=True)
     kw.setdefault("expected_batch_size", q * n)   # public: the same divisor with and without
     bm = train_models_batched(models, pool_x, pool_y, masks,
@@ -361,7 +407,6 @@ def canary_audit(X, y, canary_x, canary_y: int, *, runs: int,
                               **kw)
     logits = bm.logits(cx)[:, 0, :]
     phi = score_examples(logits, np.full(2 * r, cy), "logit")
-    from .audit_stats import audit_from_samples
     res = audit_from_samples(phi[:r], phi[r:], delta=bm.delta, confidence=confidence)
     return CanaryAudit(audit=res, scores_in=phi[:r], scores_out=phi[r:], epsilon=bm.epsilon,
                        delta=bm.delta, seed=seed)
