@@ -29,21 +29,42 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_generator, check_bool, check_int, check_probability, check_real, shown
+from ._common_params import FLAG, PATH_OR_NONE, PROBABILITY, RNG, SEED
+from ._constraints import Custom, Integer, Interval, constrained, unconstrained
+from ._validate import shown
 
 __all__ = ["synthetic_survey", "synthetic_health_records", "load_digits", "load_mnist",
            "load_cifar10", "default_root", "is_online", "load_cached_result"]
 
 
+#: A count of people or codes, ≥ 1.
+_COUNT = Integer(min=1)
+#: A validation fraction in [0, 1) and a test fraction in (0, 1).
+_VAL_FRACTION = Interval(0.0, 1.0, closed="left")
+_TEST_FRACTION = Interval(0.0, 1.0, closed="neither")
+
+
+def _birth_years(name: str, value: object) -> tuple[int, int]:
+    if (not isinstance(value, (tuple, list)) or len(value) != 2
+            or not all(isinstance(y, int) and not isinstance(y, bool) for y in value)
+            or not value[0] < value[1]):
+        raise ValueError(f"{name} must be two integers (first < last), got {shown(value)}")
+    return value
+
+
+@constrained(n=_COUNT, proportion=PROBABILITY, rng=RNG)
 def synthetic_survey(n: int, proportion: float, *, rng: np.random.Generator | int) -> np.ndarray:
     """True 0/1 answers of n people, exactly round(proportion·n) of them "yes", in random order."""
-    n = check_int("n", n)
-    pi = check_probability("proportion", proportion)
     answers = np.zeros(n, dtype=np.int8)
-    answers[: int(round(pi * n))] = 1
-    return as_generator(rng).permutation(answers)
+    answers[: int(round(proportion * n))] = 1
+    return rng.permutation(answers)
 
 
+@constrained(n=_COUNT, n_zip=_COUNT,
+             birth_years=Custom(_birth_years, "two integers (first < last)",
+                                [(2000, 1990), (1.5, 2000), (1990,), None, "1990",
+                                 (1990, 1990), (True, 2000)]),
+             diabetes_rate=PROBABILITY, rng=RNG)
 def synthetic_health_records(n: int, *, n_zip: int = 20, birth_years: tuple[int, int] = (1945, 2005),
                              diabetes_rate: float = 0.1,
                              rng: np.random.Generator | int) -> dict[str, np.ndarray]:
@@ -53,17 +74,8 @@ def synthetic_health_records(n: int, *, n_zip: int = 20, birth_years: tuple[int,
     birth years), ``sex`` (0/1), ``diabetes`` (0/1). Names were "removed", as in the
     Massachusetts GIC release (Sweeney 2002); the chapter links them back through a voter roll.
     """
-    n = check_int("n", n)
-    n_zip = check_int("n_zip", n_zip)
-    if not isinstance(birth_years, (tuple, list)) or len(birth_years) != 2:
-        raise ValueError(f"birth_years must be two integers (first < last), got "
-                         f"{shown(birth_years)}")
     lo, hi = birth_years
-    if not (isinstance(lo, int) and isinstance(hi, int) and lo < hi):
-        raise ValueError(f"birth_years must be two integers (first < last), got "
-                         f"{shown(birth_years)}")
-    rate = check_probability("diabetes_rate", diabetes_rate)
-    gen = as_generator(rng)
+    rate, gen = diabetes_rate, rng
     days = int((hi - lo) * 365.25)
     return {
         "zip": 2100 + gen.integers(0, n_zip, n),
@@ -109,14 +121,8 @@ def _to_torch(split: dict, mean: np.ndarray | None, std: np.ndarray | None) -> d
     return res
 
 
-def _fractions(val_fraction: object, test_fraction: object) -> tuple[float, float]:
-    v = check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_open=False)
-    t = check_real("test_fraction", test_fraction, low=0.0, high=1.0)
-    if v + t >= 1:
-        raise ValueError(f"val_fraction + test_fraction must be < 1, got {v} + {t}")
-    return v, t
-
-
+@constrained(seed=SEED, val_fraction=_VAL_FRACTION, test_fraction=_TEST_FRACTION,
+             standardize=FLAG)
 def load_digits(*, seed: int = 0, val_fraction: float = 0.2, test_fraction: float = 0.2,
                 standardize: bool = True) -> dict:
     """scikit-learn's bundled handwritten digits (1,797 8×8 images, 10 classes; offline).
@@ -130,11 +136,9 @@ def load_digits(*, seed: int = 0, val_fraction: float = 0.2, test_fraction: floa
     them would compute them privately or use the fixed range 0–16 instead).
     """
     from sklearn.datasets import load_digits as _sk_digits
-    seed = check_int("seed", seed, low=0)
-    standardize = check_bool("standardize", standardize)
-    v, t = _fractions(val_fraction, test_fraction)
-    if test_fraction == 0:
-        raise ValueError("test_fraction must be in (0, 1), got 0")
+    v, t = val_fraction, test_fraction
+    if v + t >= 1:
+        raise ValueError(f"val_fraction + test_fraction must be < 1, got {v} + {t}")
     data = _sk_digits()
     split = _split(data.data.astype(np.float32), data.target.astype(np.int64), seed, v, t)
     mean = std = None
@@ -146,6 +150,24 @@ def load_digits(*, seed: int = 0, val_fraction: float = 0.2, test_fraction: floa
     return out
 
 
+def _cached_names() -> tuple[str, ...]:
+    """The stored results shipped in dplib/data (file names without ``.json``)."""
+    from importlib import resources
+    folder = resources.files(__package__) / "data"
+    return tuple(sorted(f.name[:-len(".json")] for f in folder.iterdir()
+                        if f.name.endswith(".json")))
+
+
+def _cached_name(name: str, value: object) -> str:
+    names = _cached_names()
+    if not isinstance(value, str) or value not in names:
+        raise ValueError(f"{name} must be one of {list(names)} (the files in dplib/data), "
+                         f"got {shown(value)}")
+    return value
+
+
+@constrained(name=Custom(_cached_name, "the name of a file in dplib/data (without .json)",
+                         ["nope", None, 3, "", ["encoding_digits"]], dynamic=True))
 def load_cached_result(name: str) -> dict:
     """The stored results of a long benchmark run, shipped with dplib as ``dplib/data/<name>.json``.
 
@@ -157,11 +179,6 @@ def load_cached_result(name: str) -> dict:
     import json
     from importlib import resources
     folder = resources.files(__package__) / "data"
-    names = tuple(sorted(f.name[:-len(".json")] for f in folder.iterdir()
-                         if f.name.endswith(".json")))
-    if not isinstance(name, str) or name not in names:
-        raise ValueError(f"name must be one of {list(names)} (the files in dplib/data), "
-                         f"got {shown(name)}")
     return json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
 
 
@@ -170,6 +187,7 @@ def default_root() -> Path:
     return Path(os.environ.get("DPBOOK_DATA") or Path.home() / ".cache" / "dplib")
 
 
+@unconstrained("a probe that never raises: any url or timeout it cannot use answers False")
 def is_online(url: str = "https://ossci-datasets.s3.amazonaws.com",
               timeout: float = 3.0) -> bool:
     """True when ``url`` answers within ``timeout`` seconds (chapters use it to decide whether a
@@ -298,6 +316,8 @@ def _check_root(root) -> Path:
     return default_root() if root is None else Path(root)
 
 
+@constrained(root=PATH_OR_NONE, download=FLAG, seed=SEED, val_fraction=_VAL_FRACTION,
+             flatten=FLAG)
 def load_mnist(root: str | os.PathLike | None = None, *, download: bool = False, seed: int = 0,
                val_fraction: float = 0.0, flatten: bool = False) -> dict:
     """MNIST (LeCun et al. 1998): 60,000 training and 10,000 test 28×28 digits.
@@ -310,8 +330,7 @@ def load_mnist(root: str | os.PathLike | None = None, *, download: bool = False,
     of the training set when ``val_fraction`` > 0; the official test set is ``test``).
     """
     folder = _check_root(root) / "mnist"
-    seed = check_int("seed", seed, low=0)
-    v = check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_open=False)
+    v = val_fraction
     names = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
              "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
     xtr, ytr, xte, yte = (_read_idx(_fetch(k, tuple(m + k for m in MNIST_MIRRORS),
@@ -328,6 +347,7 @@ def load_mnist(root: str | os.PathLike | None = None, *, download: bool = False,
     return out
 
 
+@constrained(root=PATH_OR_NONE, download=FLAG, seed=SEED, val_fraction=_VAL_FRACTION)
 def load_cifar10(root: str | os.PathLike | None = None, *, download: bool = False,
                  seed: int = 0, val_fraction: float = 0.0) -> dict:
     """CIFAR-10 (Krizhevsky 2009): 50,000 training and 10,000 test 32×32 colour images.
@@ -340,8 +360,7 @@ def load_cifar10(root: str | os.PathLike | None = None, *, download: bool = Fals
     dict as :func:`load_digits`.
     """
     folder = _check_root(root) / "cifar10"
-    seed = check_int("seed", seed, low=0)
-    v = check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_open=False)
+    v = val_fraction
     name, sha = CIFAR10_FILE
     data = _fetch(name, tuple(m + name for m in CIFAR10_MIRRORS), sha, folder, download)
     parts: dict[str, dict] = {}

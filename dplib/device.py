@@ -14,10 +14,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._common_params import FLAG, SEED
+from ._constraints import Custom, constrained, unconstrained
 from ._validate import check_int, shown
 
 __all__ = ["quick_mode", "get_device", "as_device", "seed_everything", "setup", "Setup",
-           "release_seed", "release_generator"]
+           "release_seed", "release_generator", "DEVICE"]
+
+_DEVICE_NAMES = ("cuda", "mps", "cpu")
+
+
+def _is_torch_device(value: object) -> bool:
+    """A ``torch.device``, recognised without importing torch (this module must import without
+    it)."""
+    return type(value).__name__ == "device" and type(value).__module__ == "torch"
+
+
+def _check_device(name: str, value: object) -> object:
+    """None, a ``torch.device`` or a device name; returned as given (:func:`as_device` turns it
+    into a ``torch.device``)."""
+    if value is None or _is_torch_device(value):
+        return value
+    if not isinstance(value, str) or (value not in _DEVICE_NAMES
+                                      and not value.startswith("cuda:")):
+        raise ValueError(f"{name} must be None, a torch.device, or 'cuda', 'cuda:N', 'mps' or "
+                         f"'cpu', got {shown(value)}")
+    return value
+
+
+#: A ``device`` argument: None (the GPU when there is one, :func:`get_device`), a
+#: ``torch.device``, or one of 'cuda', 'cuda:N', 'mps', 'cpu' (returned as given).
+DEVICE = Custom(_check_device, "None, a torch.device, or 'cuda', 'cuda:N', 'mps' or 'cpu'",
+                ["tpu", 3, "", float("nan"), "cudaz", "gpu", ["cpu"]])
+
+
+def _check_bits(name: str, value: object) -> int:
+    bits = check_int(name, value)
+    if bits > 63:
+        raise ValueError(f"{name} must be an integer in [1, 63], got {shown(bits)}")
+    return bits
 
 
 def quick_mode() -> bool:
@@ -33,6 +68,7 @@ def _torch():
     return torch
 
 
+@constrained(prefer=DEVICE)
 def get_device(prefer: str | None = None):
     """The device training code should use: ``prefer`` if given, else cuda > mps > cpu.
 
@@ -51,6 +87,8 @@ def get_device(prefer: str | None = None):
     return torch.device("cpu")
 
 
+@unconstrained("a validator: it checks the caller's device argument under the caller's "
+               "parameter name (the declaration DEVICE's check, with the conversion)")
 def as_device(device: object = None, name: str = "device"):
     """``device`` as training code takes it: None (→ :func:`get_device`, the GPU when there is
     one), a ``torch.device``, or one of 'cuda', 'cuda:N', 'mps', 'cpu'. One check for every
@@ -60,13 +98,12 @@ def as_device(device: object = None, name: str = "device"):
         return get_device()
     if torch is not None and isinstance(device, torch.device):
         return device
-    if not isinstance(device, str) or (device not in ("cuda", "mps", "cpu")
-                                       and not device.startswith("cuda:")):
-        raise ValueError(f"{name} must be None, a torch.device, or 'cuda', 'cuda:N', 'mps' or "
-                         f"'cpu', got {shown(device)}")
+    _check_device(name, device)
     return torch.device(device) if torch is not None else device
 
 
+@constrained(bits=Custom(_check_bits, "an integer in [1, 63]", [0, 64, -1, 2.5, None, "8", True],
+                         family="int1"))
 def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> int:
     """The random seed from which a private release draws its randomness.
 
@@ -77,11 +114,9 @@ def release_seed(seed: object = None, name: str = "seed", *, bits: int = 63) -> 
     An integer ≥ 0 is returned as it is: a fixed seed makes a run reproducible, which is right for
     experiments and teaching, never for a release. Functions record this seed value in their result.
     ``bits`` (1–63): fewer fresh bits for callers that derive per-run seeds from this one (e.g.
-    seed·10⁶ + r), so the derived seeds stay below torch's 2⁶⁴ limit.
+    seed·10⁶ + r), so the derived seeds stay below torch's 2⁶⁴ limit. (``seed`` is checked in
+    the body, under the caller's parameter ``name``; ``bits`` is declared.)
     """
-    bits = check_int("bits", bits)
-    if bits > 63:
-        raise ValueError(f"bits must be an integer in [1, 63], got {shown(bits)}")
     if seed is None:
         return secrets.randbits(bits)
     return check_int(name, seed, low=0)
@@ -99,6 +134,7 @@ def _torch_default_seed(torch, device) -> int:
     return _DEFAULT_SEEDS[device.type]
 
 
+@constrained(device=DEVICE)
 def release_generator(generator: object = None, device: object = "cpu"):
     """The ``torch.Generator`` a private release draws its noise from.
 
@@ -138,13 +174,13 @@ def release_generator(generator: object = None, device: object = "cpu"):
     return generator
 
 
+@constrained(seed=SEED)
 def seed_everything(seed: int) -> np.random.Generator:
     """Seed Python, NumPy's legacy global state and PyTorch (CPU and CUDA) with ``seed``.
 
     Returns a fresh ``np.random.Generator`` seeded with ``seed``: dplib functions take it as
     their explicit ``rng``.
     """
-    seed = check_int("seed", seed, low=0)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch = _torch()
@@ -155,6 +191,7 @@ def seed_everything(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+@unconstrained("result record returned by setup(), built from its checked values")
 @dataclass(frozen=True)
 class Setup:
     """What a chapter knows about its run: its random seed, a seeded generator, the device, quick
@@ -165,13 +202,12 @@ class Setup:
     quick: bool
 
 
+@constrained(seed=SEED, verbose=FLAG)
 def setup(seed: int = 0, *, verbose: bool = True) -> Setup:
     """Seed everything, pick the device, read quick mode, apply the book's figure style."""
     from ._version import __version__
     from .plotting import use_book_style
 
-    if not isinstance(verbose, bool):
-        raise ValueError(f"verbose must be True or False, got {shown(verbose)}")
     rng = seed_everything(seed)
     info = Setup(seed=seed, rng=rng, device=get_device(), quick=quick_mode())
     use_book_style()

@@ -8,7 +8,9 @@ import zlib
 import matplotlib as mpl
 from matplotlib.figure import Figure
 from matplotlib.text import Text
-from ._validate import shown
+
+from ._common_params import FIGURE, int_range
+from ._constraints import constrained
 
 __all__ = ["COLORS", "use_book_style", "compact_png", "figure_png", "min_font_pt",
            "PHONE_WIDTH_IN", "MIN_FONT_PT", "FONT_KEY"]
@@ -77,10 +79,9 @@ def _register_png_formatter() -> None:
     shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
 
 
+@constrained(fig=FIGURE)
 def min_font_pt(fig: Figure) -> float:
     """The smallest font size (points) of the visible, non-empty text of a drawn ``fig``."""
-    if not isinstance(fig, Figure):
-        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     sizes = [t.get_fontsize() for t in fig.findobj(Text)
              if t.get_visible() and t.get_text().strip() and _shown(t)]
     return float(min(sizes)) if sizes else float("inf")
@@ -104,6 +105,7 @@ def _png_text(png: bytes, key: str, value: str) -> bytes:
     return png[:at] + chunk + png[at:]
 
 
+@constrained(fig=FIGURE)
 def figure_png(fig: Figure) -> bytes:
     """``fig`` as the book shows it: a PNG that records its smallest text in pixels.
 
@@ -115,8 +117,6 @@ def figure_png(fig: Figure) -> bytes:
     neither calls ``plt.show()`` (a pyplot figure is shown at the end of its cell) nor
     ``fig.tight_layout()`` (done here unless the figure has a layout engine already).
     """
-    if not isinstance(fig, Figure):
-        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     if fig.get_layout_engine() is None:     # so that no chapter calls fig.tight_layout()
         fig.tight_layout()
     raw = io.BytesIO()
@@ -126,6 +126,7 @@ def figure_png(fig: Figure) -> bytes:
     return _png_text(raw.getvalue(), FONT_KEY, f"{min_font_pt(fig) * dpi / 72:.2f}")
 
 
+@constrained(fig=FIGURE, colors=int_range(2, 256))
 def compact_png(fig: Figure, *, colors: int = 256) -> bytes:
     """``fig`` as a palette PNG of at most ``colors`` colours, about a third of matplotlib's size.
 
@@ -135,10 +136,6 @@ def compact_png(fig: Figure, *, colors: int = 256) -> bytes:
     for instance, is 10 KB this way, against 37 KB as matplotlib's RGBA PNG and 69 KB as SVG.
     The figure is not closed (the caller owns it).
     """
-    if not isinstance(fig, Figure):
-        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    if not isinstance(colors, int) or isinstance(colors, bool) or not 2 <= colors <= 256:
-        raise ValueError(f"colors must be an integer in [2, 256], got {shown(colors)}")
     from PIL import Image
 
     raw = io.BytesIO()

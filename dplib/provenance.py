@@ -8,20 +8,19 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from ._validate import shown
+
+from ._common_params import DIRECTORY, TEXT
+from ._constraints import constrained
 
 __all__ = ["run_provenance"]
 
 
+@constrained(command=TEXT, root=DIRECTORY)
 def run_provenance(command: str, root: str | Path) -> dict:
     """``{"command", "commit", "uncommitted_changes", "date", "python", "torch", "machine",
     "cpus"}`` for a run of ``command`` from the git checkout at ``root`` (commit "unknown" outside
     one). Tracked files only decide ``uncommitted_changes``."""
-    if not isinstance(command, str) or not command:
-        raise ValueError(f"command must be a non-empty string, got {shown(command)}")
     root = Path(root)
-    if not root.is_dir():
-        raise ValueError(f"root must be an existing directory, got {shown(str(root))}")
 
     def git(*args: str) -> str:
         try:

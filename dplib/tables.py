@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Number
 
-from ._validate import check_bool, check_choice, shown
+from ._common_params import FLAG, MAPPING_OR_NONE
+from ._constraints import Custom, Options, constrained
+from ._validate import shown
 
 __all__ = ["format_table"]
 
@@ -42,6 +44,60 @@ def _cell(value: object, fmt: str | Callable[[object], str] | None) -> str:
     return format(value, fmt)
 
 
+def _rows(name: str, value: object) -> list:
+    if isinstance(value, (str, bytes, Mapping)) or not _is_sequence(value):
+        raise ValueError(f"{name} must be a list of dicts, got {shown(value)}")
+    rows = list(value)
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise ValueError(f"{name}[{i}] must be a dict, got {type(row).__name__}")
+    return rows
+
+
+def _columns(name: str, value: object) -> list | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not _is_sequence(value):
+        raise ValueError(f"{name} must be a list of keys, got {shown(value)}")
+    return list(value)
+
+
+def _rule(name: str, value: object) -> str | None:
+    if value is not None and (not isinstance(value, str) or len(value) != 1):
+        raise ValueError(f"{name} must be one character or None, got {shown(value)}")
+    return value
+
+
+def _string(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {shown(value)}")
+    return value
+
+
+def _footer(name: str, value: object) -> list:
+    if isinstance(value, str) or not _is_sequence(value) or \
+            not all(isinstance(f, str) for f in value):
+        raise ValueError(f"{name} must be a list of strings, got {shown(value)}")
+    return list(value)
+
+
+def _sep(name: str, value: object) -> str | list:
+    if isinstance(value, str):
+        return value
+    if not _is_sequence(value) or not all(isinstance(s, str) for s in value):
+        raise ValueError(f"{name} must be a string or a list of strings (one per gap between "
+                         f"columns), got {shown(value)}")
+    return list(value)
+
+
+@constrained(rows=Custom(_rows, "a list of dicts", [None, "abc", [1, 2], 3, {"a": 1}]),
+             columns=Custom(_columns, "None or a list of keys", [3, "ab", 2.5]),
+             formats=MAPPING_OR_NONE, headers=MAPPING_OR_NONE, align=MAPPING_OR_NONE,
+             widths=MAPPING_OR_NONE,
+             sep=Custom(_sep, "a string or a list of strings", [3, [1], None]),
+             rule=Custom(_rule, "one character or None", ["--", 3, ""]),
+             footer=Custom(_footer, "a list of strings", [3, "abc", [1], None]),
+             pad=FLAG, style=Options(*_STYLES), missing=Custom(_string, "a string", [3, None]))
 def format_table(rows: Sequence[Mapping], columns: Sequence | None = None, *,
                  formats: Mapping | None = None, headers: Mapping | None = None,
                  align: Mapping | None = None, widths: Mapping | None = None,
@@ -69,34 +125,14 @@ def format_table(rows: Sequence[Mapping], columns: Sequence | None = None, *,
 
     Returns the table as one string, lines joined by newlines, trailing spaces stripped.
     """
-    check_choice("style", style, _STYLES)
-    check_bool("pad", pad)
-    if rule is not None and (not isinstance(rule, str) or len(rule) != 1):
-        raise ValueError(f"rule must be one character or None, got {shown(rule)}")
-    if not isinstance(missing, str):
-        raise ValueError(f"missing must be a string, got {shown(missing)}")
-    if isinstance(footer, str) or not _is_sequence(footer) or \
-            not all(isinstance(f, str) for f in footer):
-        raise ValueError(f"footer must be a list of strings, got {shown(footer)}")
-    if isinstance(rows, (str, bytes, Mapping)) or not _is_sequence(rows):
-        raise ValueError(f"rows must be a list of dicts, got {shown(rows)}")
-    rows = list(rows)
-    for i, row in enumerate(rows):
-        if not isinstance(row, Mapping):
-            raise ValueError(f"rows[{i}] must be a dict, got {type(row).__name__}")
     if columns is None:
         columns = list(dict.fromkeys(k for row in rows for k in row))
-    elif isinstance(columns, (str, bytes)) or not _is_sequence(columns):
-        raise ValueError(f"columns must be a list of keys, got {shown(columns)}")
-    columns = list(columns)
     if not columns:
         raise ValueError("columns must name at least one column, got none "
                          "(pass columns= or rows with keys)")
     given = {}
     for name, value in (("formats", formats), ("headers", headers), ("align", align),
                         ("widths", widths)):
-        if value is not None and not isinstance(value, Mapping):
-            raise ValueError(f"{name} must be a dict keyed by column, got {shown(value)}")
         given[name] = dict(value or {})
         unknown = [k for k in given[name] if k not in columns]
         if unknown:
@@ -115,8 +151,8 @@ def format_table(rows: Sequence[Mapping], columns: Sequence | None = None, *,
             raise ValueError(f"formats[{shown(key)}] must be a format spec or a callable, got "
                              f"{shown(f)}")
     gaps = len(columns) - 1
-    seps = [sep] * gaps if isinstance(sep, str) else list(sep) if _is_sequence(sep) else None
-    if seps is None or len(seps) != gaps or not all(isinstance(s, str) for s in seps):
+    seps = [sep] * gaps if isinstance(sep, str) else sep
+    if len(seps) != gaps:
         raise ValueError(f"sep must be a string or {gaps} strings (one per gap between "
                          f"columns), got {shown(sep)}")
 

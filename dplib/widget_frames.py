@@ -40,8 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from ._common_params import TEXT_OR_NONE
+from ._constraints import Custom, InstanceOf, Integer, constrained, unconstrained
 from ._validate import shown
-from .widget_controls import CAPTION_CLASS, CONTROLS_CLASS, Control, format_value
+from .widget_controls import CAPTION_CLASS, CONTROLS, CONTROLS_CLASS, Control, format_value
 
 __all__ = ["FrameGrid", "frame_grid", "plan_grid", "frames_enabled", "live_control_html",
            "FRAMES_ENV", "LIVE_CLASS", "MIN_POINTS", "MAX_POINTS", "FRAME_BUDGET_S",
@@ -64,6 +66,8 @@ QUICK_PRODUCT = 12
 
 # --- the grid of precomputed frames --------------------------------------------------------------
 
+@unconstrained("result record returned by frame_grid/plan_grid, built from their checked "
+               "controls")
 @dataclass(frozen=True)
 class FrameGrid:
     """The values each control can take on the website, and which combinations are drawn.
@@ -89,6 +93,7 @@ class FrameGrid:
         start = tuple(self.defaults)
         return [start] + list(dict.fromkeys(k for k in keys if k != start))
 
+    @unconstrained("called with the grid's own keys (FrameGrid.keys) by FigurePanel.precompute")
     def at(self, key: tuple[int, ...]) -> dict[str, Any]:
         """The keyword values of the frame ``key``."""
         return {n: self.values[i][j] for i, (n, j) in enumerate(zip(self.names, key))}
@@ -129,6 +134,7 @@ def _range_values(c: Control, points: int) -> list:
     return sorted(out)
 
 
+@constrained(controls=CONTROLS, points=Integer(min=2), max_product=Integer(min=1))
 def frame_grid(controls: dict[str, Control], points: int, *,
                max_product: int = MAX_PRODUCT) -> FrameGrid:
     """The website's grid: ``points`` values per range control, every option of a dropdown.
@@ -136,12 +142,6 @@ def frame_grid(controls: dict[str, Control], points: int, *,
     All combinations are drawn when there are at most ``max_product`` of them; otherwise one
     control at a time (1 + Σ(kᵢ − 1) frames).
     """
-    if not controls or not all(isinstance(c, Control) for c in controls.values()):
-        raise ValueError(f"controls must be a non-empty dict of Control, got {shown(controls)}")
-    if not isinstance(points, int) or isinstance(points, bool) or points < 2:
-        raise ValueError(f"points must be an integer >= 2, got {shown(points)}")
-    if not isinstance(max_product, int) or isinstance(max_product, bool) or max_product < 1:
-        raise ValueError(f"max_product must be a positive integer, got {shown(max_product)}")
     values, defaults = [], []
     for c in controls.values():
         vals = list(c.options) if c.kind == "choice" else _range_values(c, points)
@@ -151,6 +151,7 @@ def frame_grid(controls: dict[str, Control], points: int, *,
     return FrameGrid(tuple(controls), tuple(values), tuple(defaults), product)
 
 
+@constrained(controls=CONTROLS, frames=Integer(min=1))
 def plan_grid(controls: dict[str, Control], frames: int) -> FrameGrid:
     """The finest grid with at most ``frames`` frames (fewer points only as the budget demands).
 
@@ -158,8 +159,6 @@ def plan_grid(controls: dict[str, Control], frames: int) -> FrameGrid:
     control must move, so the lower end holds even over the budget); all combinations are drawn
     when affordable and at most :data:`MAX_PRODUCT`.
     """
-    if not isinstance(frames, int) or isinstance(frames, bool) or frames < 1:
-        raise ValueError(f"frames must be a positive integer, got {shown(frames)}")
     cap = min(frames, MAX_PRODUCT)
     for points in range(MAX_POINTS, MIN_POINTS, -1):
         grid = frame_grid(controls, points, max_product=cap)
@@ -243,6 +242,17 @@ def _frames_note(grid: FrameGrid, controls: dict[str, Control]) -> str:
 
 
 
+def _frames(name: str, value: Any) -> Any:
+    if not isinstance(value, dict) or not all(isinstance(v, bytes) for v in value.values()):
+        raise ValueError(f"{name} must be a dict of PNG bytes keyed by the grid's keys, got "
+                         f"{shown(value)}"[:300])
+    return value
+
+
+@constrained(grid=InstanceOf(FrameGrid, "a FrameGrid (from frame_grid or plan_grid)"),
+             frames=Custom(_frames, "a dict of PNG bytes keyed by the grid's keys",
+                           [None, 3, "png", {(0,): "png"}]),
+             controls=CONTROLS, caption=TEXT_OR_NONE)
 def live_control_html(grid: FrameGrid, frames: dict[tuple[int, ...], bytes],
                       controls: dict[str, Control], caption: str | None = None) -> str:
     """The website's control for a panel: ``frames`` (one per key of ``grid``) behind native inputs.
@@ -250,11 +260,15 @@ def live_control_html(grid: FrameGrid, frames: dict[tuple[int, ...], bytes],
     One self-contained HTML element: the labelled ``<input type=range>``/``<select>`` of every
     control of ``grid`` (declared in ``controls``), the default frame as an ``<img>``, the
     caption with the values shown, the other frames as base64 PNGs in a JSON payload (identical
-    frames stored once) and the inline script that swaps them; nothing is fetched.
+    frames stored once) and the inline script that swaps them; nothing is fetched. Every key of
+    ``grid`` must have a frame and every control of ``grid`` a declaration in ``controls``.
     """
     missing = [k for k in grid.keys() if k not in frames]
     if missing:
         raise ValueError(f"frames lacks {len(missing)} of the grid's frames, e.g. {missing[0]}")
+    if any(n not in controls for n in grid.names):
+        raise ValueError(f"controls must declare every control of the grid {list(grid.names)}, "
+                         f"got {sorted(controls)}")
     stored: list[bytes] = []
     seen: dict[bytes, int] = {}
     index = {}

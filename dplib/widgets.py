@@ -38,8 +38,10 @@ import matplotlib.pyplot as plt
 from .widget_frames import (FRAME_BUDGET_S, FRAMES_ENV, LIVE_CLASS,  # noqa: F401
                             MAX_POINTS, MAX_PRODUCT, MIN_POINTS, QUICK_PRODUCT, FrameGrid,
                             frame_grid, frames_enabled, live_control_html, plan_grid)
+from ._common_params import FLAG, FLAG_OR_NONE, POSITIVE, TEXT_OR_NONE
+from ._constraints import IsCallable, constrained, unconstrained
 from ._validate import shown
-from .widget_controls import (CAPTION_CLASS, CONTROLS_CLASS, Control,  # noqa: F401
+from .widget_controls import (CAPTION_CLASS, CONTROLS, CONTROLS_CLASS, Control,  # noqa: F401
                               dropdown, format_value, int_slider, log_slider, slider)
 
 __all__ = ["Control", "slider", "int_slider", "log_slider", "dropdown", "FigurePanel",
@@ -72,19 +74,23 @@ def _widget_bundle(box) -> dict:
             {"version_major": 2, "version_minor": 0, "model_id": box.model_id}}
 
 
+#: The plotting function of a panel.
+PLOT = IsCallable("a function returning a matplotlib Figure")
+
+
 class FigurePanel:
     """A plotting function plus its controls; renders figures for any allowed values."""
 
+    @constrained(plot=PLOT, controls=CONTROLS, caption=TEXT_OR_NONE)
     def __init__(self, plot: Callable[..., plt.Figure], controls: dict[str, Control],
                  caption: str | None = None):
-        if not controls:
-            raise ValueError("controls must declare at least one control, got none")
         self.plot, self.controls, self.caption = plot, dict(controls), caption
         self.values = {k: c.cast(c.value) for k, c in self.controls.items()}
         self.sliders: dict[str, Any] = {}
         self.readouts: dict[str, Any] = {}    # the sliders' readouts (ipywidgets Labels)
         self.grid: FrameGrid | None = None
 
+    @unconstrained("its keyword values are checked by each control's own Control.check")
     def figure(self, **values: Any) -> plt.Figure:
         """The figure for the defaults overridden by ``values`` (validated against the controls)."""
         unknown = set(values) - set(self.controls)
@@ -97,6 +103,7 @@ class FigurePanel:
             raise ValueError(f"plot must return a matplotlib Figure, got {type(fig).__name__}")
         return fig
 
+    @unconstrained("passes its keyword values to FigurePanel.figure, which checks them")
     def png(self, **values: Any) -> bytes:
         """The figure as PNG bytes (the figure is closed afterwards, so nothing leaks)."""
         fig = self.figure(**values)
@@ -105,6 +112,7 @@ class FigurePanel:
         plt.close(fig)
         return buf.getvalue()
 
+    @unconstrained("passes its keyword values to FigurePanel.figure, which checks them")
     def frame(self, **values: Any) -> bytes:
         """The figure as a compact palette PNG, as the website shows it (closed afterwards)."""
         from .plotting import compact_png
@@ -124,11 +132,13 @@ class FigurePanel:
         return (f'<p class="{CAPTION_CLASS}"><em>{text}Shown at '
                 f"{html.escape(self.shown())}.</em></p>")
 
+    @unconstrained("forwards to live_control_html, which declares grid and frames")
     def static_html(self, grid: FrameGrid, frames: dict[tuple[int, ...], bytes]) -> str:
         """The website's control: ``frames`` (one per key of ``grid``) behind native inputs
         (:func:`dplib.widget_frames.live_control_html`)."""
         return live_control_html(grid, frames, self.controls, self.caption)
 
+    @constrained(quick=FLAG_OR_NONE, budget_s=POSITIVE)
     def precompute(self, *, quick: bool | None = None,
                    budget_s: float = FRAME_BUDGET_S) -> tuple[FrameGrid, dict]:
         """Draw the website's frames: the defaults first, then the grid the budget allows.
@@ -189,16 +199,10 @@ class FigurePanel:
         handles["cap"] = display(HTML(self.caption_html()), display_id=True)
 
 
+@constrained(plot=PLOT, caption=TEXT_OR_NONE, show=FLAG)
 def interactive_figure(plot: Callable[..., plt.Figure], *, caption: str | None = None,
                        show: bool = True, **controls: Control) -> FigurePanel:
     """Build a :class:`FigurePanel` from ``plot`` and keyword controls, display it, return it."""
-    if not callable(plot):
-        raise ValueError(f"plot must be a function returning a matplotlib Figure, got "
-                         f"{shown(plot)}")
-    if caption is not None and not isinstance(caption, str):
-        raise ValueError(f"caption must be a string or None, got {shown(caption)}")
-    if not isinstance(show, bool):
-        raise ValueError(f"show must be True or False, got {shown(show)}")
     bad = [k for k, c in controls.items() if not isinstance(c, Control)]
     if bad:
         raise ValueError(f"controls must be made with slider/int_slider/log_slider/dropdown; "

@@ -257,8 +257,7 @@ def ml_specs() -> list[Spec]:
         from dplib import features as F
         out += [
             Spec("dplib.datasets.load_digits", lambda: D.load_digits, kwargs=dict(seed=0),
-                 params=dict(seed="int0", val_fraction="frac0", test_fraction="frac_open",
-                             standardize=["yes", None, 2])),
+                 params=dict(val_fraction=[-0.2, 1.2], test_fraction=[-0.2, 1.2])),
             Spec("dplib.features.fit_public_feature_map", lambda: F.fit_public_feature_map,
                  args=(np.random.default_rng(0).normal(size=(50, 20)),),
                  kwargs=dict(dim=4),

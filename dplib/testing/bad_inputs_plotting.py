@@ -16,8 +16,6 @@ def plotting_specs() -> list[Spec]:
         return __import__("matplotlib.figure", fromlist=["x"]).Figure()
 
     return [
-        Spec("dplib.plotting.figure_png", fn("figure_png"), args=(fig(),),
-             params=dict(fig=[None, "fig"])),
-        Spec("dplib.plotting.min_font_pt", fn("min_font_pt"), args=(fig(),),
-             params=dict(fig=[None, "fig"])),
+        Spec("dplib.plotting.figure_png", fn("figure_png"), args=(fig(),)),    # fig declared
+        Spec("dplib.plotting.min_font_pt", fn("min_font_pt"), args=(fig(),)),
     ]

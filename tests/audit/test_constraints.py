@@ -26,9 +26,7 @@ from dplib.testing._sweep import declared_bad_values, public_callables
 #: parameters (``@constrained``) or says why it has none (``@unconstrained(reason)``).
 NOT_MIGRATED = (
     "dplib.attacks",
-    "dplib.datasets",
     "dplib.deployments",
-    "dplib.device",
     "dplib.encoding",
     "dplib.experiments",
     "dplib.features",
@@ -36,18 +34,12 @@ NOT_MIGRATED = (
     "dplib.icl",
     "dplib.langevin",
     "dplib.mechanisms",
-    "dplib.plotting",
-    "dplib.provenance",
     "dplib.reporting",
     "dplib.samplers",
     "dplib.selection",
     "dplib.synthetic",
-    "dplib.tables",
     "dplib.training",
     "dplib.user_data",
-    "dplib.widget_controls",
-    "dplib.widget_frames",
-    "dplib.widgets",
 )
 
 
