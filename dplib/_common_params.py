@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._constraints import Custom, Flag, Integer, Interval
+from ._constraints import Constraint, Custom, Flag, Integer, Interval
 from ._validate import as_generator, check_int, shown
 
 __all__ = ["SEED", "SEED_OR_NONE", "RNG", "FLAG", "FLAG_OR_NONE", "TEXT", "TEXT_OR_NONE",
@@ -147,12 +147,14 @@ FIGURE = Custom(_figure, "a matplotlib Figure", [None, "fig", 3])
 AXES = Custom(_axes, "a matplotlib Axes", [None, "ax", 3])
 
 
-def int_range(low: int, high: int | None = None, *, what: str | None = None) -> Custom:
+def int_range(low: int, high: int | None = None, *, what: str | None = None,
+              family: str | None = None) -> Constraint:
     """An integer in [``low``, ``high``] (``high`` None: no upper end); booleans and integral
     floats refused; the function receives an ``int``. ``what`` replaces the range in the
-    message (e.g. "a positive integer")."""
+    message (e.g. "a positive integer"); ``family`` names the sweep's family of bad values it
+    also refuses (default: "int1"/"int0" for ``low`` 1/0)."""
     if high is None:
-        return Integer(min=low)
+        return Integer(min=low, family=family)
     allowed = what or f"an integer in [{low}, {high}]"
 
     def check(name: str, value: object) -> int:
@@ -160,7 +162,7 @@ def int_range(low: int, high: int | None = None, *, what: str | None = None) -> 
                 or not low <= int(value) <= high):
             raise ValueError(f"{name} must be {allowed}, got {shown(value)}")
         return int(value)
-    family = {1: "int1", 0: "int0"}.get(low)
+    family = family or {1: "int1", 0: "int0"}.get(low)
     return Custom(check, allowed, [low - 1, high + 1, low + 0.5, float(low), NAN, str(low),
                                    None, True, [low, low]], family=family)
 

@@ -13,7 +13,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .._validate import check_probability, shown
+from .._common_params import optional
+from .._constraints import Custom, Interval, constrained
+from .._validate import shown
 from ..plotting import COLORS
 
 __all__ = ["ATTACK_LABELS", "ATTACK_COLORS", "operating_points_figure", "shadow_count_figure"]
@@ -58,6 +60,23 @@ def _check_points(points) -> list[tuple[str, list[tuple[str, dict]]]]:
     return out
 
 
+def _check_curve(name: str, value: object) -> object:
+    from ..experiments.attacks import ShadowCountCurve
+    if not isinstance(value, ShadowCountCurve):
+        raise ValueError(f"{name} must be a ShadowCountCurve (from lira_by_shadow_count), got "
+                         f"{type(value).__name__}")
+    return value
+
+
+def _points(name: str, value: object) -> object:
+    _check_points(value)
+    return value
+
+
+@constrained(points=Custom(_points,
+                           "a non-empty mapping {setting: {attack: operating point}}",
+                           [None, {}, 3, "abc", {"a": {}}, {"a": {"loss": {}}}]),
+             fpr=optional(Interval(0.0, 1.0, closed="right")))
 def operating_points_figure(points, *, fpr: float | None = None) -> Figure:
     """Each attack's TPR at a low FPR with its 95% interval, for several settings at once.
 
@@ -71,8 +90,6 @@ def operating_points_figure(points, *, fpr: float | None = None) -> Figure:
     achieved FPR.
     """
     rows = _check_points(points)
-    if fpr is not None:
-        fpr = check_probability("fpr", fpr, low_open=True)
     attacks = [a for a, _ in rows[0][1]]
     ops = [op for _, row in rows for _, op in row]
     floor = 0.5 / max(op["members"] for op in ops)
@@ -112,6 +129,8 @@ def operating_points_figure(points, *, fpr: float | None = None) -> Figure:
     return fig
 
 
+@constrained(curve=Custom(_check_curve, "a ShadowCountCurve (from lira_by_shadow_count)",
+                          [None, 3, "curve", {}]))
 def shadow_count_figure(curve) -> Figure:
     """LiRA's TPR at a low FPR (top) and AUC (bottom) against the number of shadow models.
 
@@ -120,10 +139,6 @@ def shadow_count_figure(curve) -> Figure:
     in the top panel is chance (TPR = FPR). The x-axis counts shadow models per example, half
     IN and half OUT, as in Carlini et al. (2022, Fig. 9).
     """
-    from ..experiments.attacks import ShadowCountCurve
-    if not isinstance(curve, ShadowCountCurve):
-        raise ValueError(f"curve must be a ShadowCountCurve (from lira_by_shadow_count), got "
-                         f"{type(curve).__name__}")
     k = np.asarray(curve.counts)
     fig = Figure(figsize=(5.0, 6.2))
     ax_t, ax_a = fig.subplots(2, 1, sharex=True)

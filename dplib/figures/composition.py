@@ -21,7 +21,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from .._validate import check_probability, check_real, shown
+from .._common_params import FRACTION_OPEN, int_range
+from .._constraints import Interval, constrained
 from ..accounting import (DEFAULT_ORDERS, PLDAccountant, advanced_composition, compose,
                           gaussian_rdp, optimal_composition_epsilon, rdp_to_epsilon,
                           subsampled_gaussian_pld)
@@ -34,6 +35,7 @@ __all__ = ["privacy_loss_tail_figure", "accountants_figure", "MAX_COMPOSITIONS"]
 MAX_COMPOSITIONS = 100_000
 
 
+@constrained(mu=Interval(0.0, 20.0, closed="right"), epsilon=Interval(0.0, 100.0, closed="both"))
 def privacy_loss_tail_figure(mu: float = 1.0, epsilon: float = 1.0) -> Figure:
     """Density of the Gaussian privacy loss L ∼ N(μ²/2, μ²), with P[L > ε] and δ(ε) shaded.
 
@@ -43,8 +45,7 @@ def privacy_loss_tail_figure(mu: float = 1.0, epsilon: float = 1.0) -> Figure:
     :func:`dplib.mechanisms.gaussian_delta` at σ/Δ = 1/μ. ``mu`` must be in (0, 20] and
     ``epsilon`` in [0, 100].
     """
-    mu = check_real("mu", mu, low=0.0, high=20.0, high_open=False)
-    eps = check_real("epsilon", epsilon, low=0.0, high=100.0, low_open=False, high_open=False)
+    eps = epsilon
     mean, sd = mu**2 / 2, mu
     tail = float(stats.norm.sf(eps, mean, sd))
     delta = float(gaussian_delta(1.0 / mu, eps))
@@ -71,6 +72,9 @@ def privacy_loss_tail_figure(mu: float = 1.0, epsilon: float = 1.0) -> Figure:
     return fig
 
 
+@constrained(k=int_range(1, MAX_COMPOSITIONS),
+             sigma=Interval(0.1, 1000.0, closed="both", family="pos"),
+             delta=FRACTION_OPEN)
 def accountants_figure(k: int, sigma: float, delta: float) -> Figure:
     """Two panels for k runs of a Gaussian mechanism (sensitivity 1, noise std ``sigma``).
 
@@ -89,13 +93,6 @@ def accountants_figure(k: int, sigma: float, delta: float) -> Figure:
     ``k`` must be an integer in [1, :data:`MAX_COMPOSITIONS`], ``sigma`` in [0.1, 1000] and
     ``delta`` in (0, 1).
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) \
-            or not 1 <= k <= MAX_COMPOSITIONS:
-        raise ValueError(f"k must be an integer in [1, {MAX_COMPOSITIONS}], got {shown(k)}")
-    k = int(k)
-    sigma = check_real("sigma", sigma, low=0.1, high=1000.0, low_open=False, high_open=False)
-    delta = check_probability("delta", delta, low_open=True, high_open=True)
-
     js = np.unique(np.geomspace(1, k, 30).round().astype(int))
     exact = gaussian_epsilon(sigma / np.sqrt(js), delta)
     basic = js * gaussian_epsilon(sigma, delta / js)

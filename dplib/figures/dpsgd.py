@@ -20,7 +20,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from .._validate import check_int, check_probability, check_real, shown
+from .._common_params import POSITIVE, PROBABILITY, int_range, optional
+from .._constraints import Custom, Integer, Interval, constrained
+from .._validate import check_real, shown
 from ..plotting import COLORS
 from ..widgets import format_value
 
@@ -30,14 +32,9 @@ __all__ = ["pipeline_figure", "clipped_fraction", "gradient_norm_histogram",
 
 # --- the pipeline of one step --------------------------------------------------------------------
 
-def _optional(name: str, value: object, check) -> float | None:
-    return None if value is None else check(name, value)
-
-
-def _positive_finite(name: str, value: object) -> float:
-    return check_real(name, value, low=0.0, high=math.inf)
-
-
+@constrained(noise_multiplier=optional(POSITIVE), max_grad_norm=optional(POSITIVE),
+             sample_rate=optional(Interval(0.0, 1.0, closed="right")),
+             n=optional(Integer(min=1)))
 def pipeline_figure(*, noise_multiplier: float | None = None, max_grad_norm: float | None = None,
                     sample_rate: float | None = None, n: int | None = None) -> Figure:
     """One step of DP-SGD as a diagram: batch → per-example gradients → clip → sum → noise →
@@ -53,11 +50,7 @@ def pipeline_figure(*, noise_multiplier: float | None = None, max_grad_norm: flo
     C > 0 (finite), ``sample_rate`` q in (0, 1], ``n`` the number of records (an integer ≥ 1;
     with q it gives the divisor qn).
     """
-    sigma = _optional("noise_multiplier", noise_multiplier, _positive_finite)
-    c = _optional("max_grad_norm", max_grad_norm, _positive_finite)
-    q = _optional("sample_rate", sample_rate,
-                  lambda k, v: check_probability(k, v, low_open=True))
-    size = _optional("n", n, lambda k, v: check_int(k, v, low=1))
+    sigma, c, q, size = noise_multiplier, max_grad_norm, sample_rate, n
 
     def val(text: str, value: float | None, name: str) -> str:
         return text if value is None else f"{text}, {name} = {value:g}"
@@ -155,17 +148,37 @@ def _as_norms(name: str, values: object) -> np.ndarray:
     return arr
 
 
+def _norm_sets(name: str, value: object) -> object:
+    if not isinstance(value, Mapping) or not 1 <= len(value) <= 4:
+        raise ValueError(f"{name} must be a mapping of 1 to 4 labels to arrays of gradient "
+                         f"norms, got {shown(value)}"[:300])
+    for label, values in value.items():
+        if not isinstance(label, str) or not label:
+            raise ValueError(f"{name} must be keyed by non-empty string labels, got "
+                             f"{shown(label)}")
+        _as_norms(f"{name}[{label!r}]", values)
+    return value
+
+
+_BAD_NORMS = [[], [-1.0], [float("nan")], [float("inf")], "abc", None, [[1.0, 2.0]], [True]]
+
+
+@constrained(norms=Custom(_as_norms, "a non-empty 1-d array of gradient norms >= 0",
+                          _BAD_NORMS), max_grad_norm=POSITIVE)
 def clipped_fraction(norms: object, max_grad_norm: float) -> float:
     """The share of per-example gradients that clipping to ``max_grad_norm`` C changes:
     those with norm > C (the count behind :attr:`dplib.training.release.NotPrivate.clip_fraction`).
 
     ``norms``: a non-empty 1-d array (or tensor) of norms ≥ 0; C > 0 and finite.
     """
-    arr = _as_norms("norms", norms)
-    c = _positive_finite("max_grad_norm", max_grad_norm)
-    return float(np.mean(arr > c))
+    return float(np.mean(norms > max_grad_norm))
 
 
+@constrained(norms=Custom(_norm_sets, "a mapping of 1 to 4 labels to arrays of gradient norms",
+                          [None, {}, [1.0], {"": [1.0]}, {3: [1.0]}, {"a": [-1.0]},
+                           {"a": []}, {"a": [float("nan")]}, "abc",
+                           dict.fromkeys("abcde", [1.0])]),
+             max_grad_norm=POSITIVE, bins=int_range(5, 200, family="int1"))
 def gradient_norm_histogram(norms: Mapping[str, object], max_grad_norm: float, *,
                             bins: int = 40) -> Figure:
     """Histograms of per-example gradient norms on a log scale, with the clipping norm C marked.
@@ -178,18 +191,8 @@ def gradient_norm_histogram(norms: Mapping[str, object], max_grad_norm: float, *
     (:func:`clipped_fraction`: norms above C, which clipping scales down to C). ``max_grad_norm``
     C > 0 and finite.
     """
-    if not isinstance(norms, Mapping) or not 1 <= len(norms) <= 4:
-        raise ValueError(f"norms must be a mapping of 1 to 4 labels to arrays of gradient norms, "
-                         f"got {shown(norms)}"[:300])
-    sets = {}
-    for label, values in norms.items():
-        if not isinstance(label, str) or not label:
-            raise ValueError(f"norms must be keyed by non-empty string labels, got {shown(label)}")
-        sets[label] = _as_norms(f"norms[{label!r}]", values)
-    c = _positive_finite("max_grad_norm", max_grad_norm)
-    nbins = check_int("bins", bins, low=5)
-    if nbins > 200:
-        raise ValueError(f"bins must be an integer in [5, 200], got {shown(bins)}")
+    sets = {label: _as_norms(f"norms[{label!r}]", values) for label, values in norms.items()}
+    c, nbins = max_grad_norm, bins
     positive = np.concatenate([v[v > 0] for v in sets.values()] + [np.array([c])])
     lo, hi = positive.min() / 1.5, max(positive.max(), c) * 1.5
     edges = np.geomspace(lo, hi, nbins + 1)
@@ -214,6 +217,16 @@ def gradient_norm_histogram(norms: Mapping[str, object], max_grad_norm: float, *
 
 # --- one training run ----------------------------------------------------------------------------
 
+def _train_result(name: str, value: object) -> object:
+    from ..training.trainer import TrainResult
+    if not isinstance(value, TrainResult):
+        raise ValueError(f"{name} must be a dplib.training.TrainResult, got "
+                         f"{type(value).__name__}")
+    return value
+
+
+@constrained(result=Custom(_train_result, "a dplib.training.TrainResult", [None, 3, {}]),
+             reference_accuracy=optional(PROBABILITY))
 def training_run_figure(result: object, stop_epochs: float, *,
                         reference_accuracy: float | None = None) -> Figure:
     """ε spent and test accuracy of a :func:`dplib.training.train` run, stopped after
@@ -228,11 +241,7 @@ def training_run_figure(result: object, stop_epochs: float, *,
     records. ``reference_accuracy`` in [0, 1] draws a dashed line (a non-private model).
     """
     from ..training.config import steps_for_epochs
-    from ..training.trainer import TrainResult
 
-    if not isinstance(result, TrainResult):
-        raise ValueError(f"result must be a dplib.training.TrainResult, got "
-                         f"{type(result).__name__}")
     hist = result.history
     if not hist or any(h.get("test_accuracy") is None for h in hist) \
             or not math.isfinite(result.epsilon):
@@ -241,8 +250,7 @@ def training_run_figure(result: object, stop_epochs: float, *,
     top = result.steps * result.sample_rate
     e = check_real("stop_epochs", stop_epochs, low=0.0, high=top * (1 + 1e-9),
                    high_open=False)
-    ref = _optional("reference_accuracy", reference_accuracy,
-                    lambda k, v: check_probability(k, v))
+    ref = reference_accuracy
     stop = min(steps_for_epochs(e, result.sample_rate), result.steps)
     upto = [h for h in hist if h["step"] <= stop] or hist[:1]
     at = upto[-1]

@@ -14,16 +14,21 @@ import numpy as np
 
 from ..encoding import Codebook, clamp_thresholds, encode
 from ..plotting import COLORS
+from .._common_params import optional
+from .._constraints import InstanceOf, Integer, constrained
 from .._validate import shown
 
 __all__ = ["clamp_figure", "clamp_data"]
 
 
-def _as_gradient(grad: object, codebook: object):
+#: The codebook of :mod:`dplib.encoding` a gradient is encoded with.
+_CODEBOOK = InstanceOf(Codebook, "a dplib.encoding Codebook", bad=(None, "x", 1.0, 3))
+
+
+def _as_gradient(grad: object, codebook: Codebook):
+    """``grad`` as a finite 1-D float tensor of length ``codebook.dim`` (a relation between the
+    two parameters: checked in the body)."""
     import torch
-    if not isinstance(codebook, Codebook):
-        raise ValueError(f"codebook must be a dplib.encoding Codebook, got "
-                         f"{type(codebook).__name__}")
     if isinstance(grad, torch.Tensor):
         g = grad.detach().to("cpu")
     else:
@@ -42,6 +47,7 @@ def _as_gradient(grad: object, codebook: object):
     return g
 
 
+@constrained(codebook=_CODEBOOK)
 def clamp_data(grad: object, codebook: Codebook) -> dict:
     """The numbers :func:`clamp_figure` draws, for one gradient ``grad`` (length ``codebook.dim``).
 
@@ -69,6 +75,7 @@ def clamp_data(grad: object, codebook: Codebook) -> dict:
     }
 
 
+@constrained(codebook=_CODEBOOK, window=Integer(min=1), start=optional(Integer(min=0)))
 def clamp_figure(grad: object, codebook: Codebook, *, window: int = 24,
                  start: int | None = None):
     """A gradient beside the clamp thresholds of its matched code vector (Algorithm 2).
@@ -85,17 +92,15 @@ def clamp_figure(grad: object, codebook: Codebook, *, window: int = 24,
     Returns the matplotlib Figure.
     """
     import matplotlib.pyplot as plt
-    d = codebook.dim if isinstance(codebook, Codebook) else None
+    d = codebook.dim
     data = clamp_data(grad, codebook)
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) \
-            or not 1 <= window <= d:
+    if window > d:
         raise ValueError(f"window must be an integer in [1, {d}] (codebook.dim), got "
                          f"{shown(window)}")
     g, thr, enc = data["grad"], data["threshold"], data["encoded"]
     if start is None:
         start = int(np.clip(np.argmax(np.abs(g)) - window // 2, 0, d - window))
-    elif isinstance(start, bool) or not isinstance(start, (int, np.integer)) \
-            or not 0 <= start <= d - window:
+    elif start > d - window:
         raise ValueError(f"start must be an integer in [0, {d - window}] (codebook.dim − "
                          f"window), got {shown(start)}")
 

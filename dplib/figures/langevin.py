@@ -16,28 +16,22 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._validate import check_int, check_positive, check_real, shown
+from .._common_params import POSITIVE, SEED_OR_NONE
+from .._constraints import Integer, Interval, constrained
+from .._validate import shown
 from ..plotting import COLORS
 
 __all__ = ["coupled_runs", "coupled_runs_figure"]
 
 
-def _check_args(sensitivity, sigma, eta, n, K, alpha, lam, paths, seed):
-    s = check_positive("sensitivity", sensitivity)
-    sg = check_positive("sigma", sigma)
-    e = check_positive("eta", eta)
-    nn = check_int("n", n, low=2)
-    k = check_int("K", K, low=1)
-    a = check_real("alpha", alpha, low=1.0)
-    lm = check_positive("lam", lam)
-    if lm * e > 1.0:
-        raise ValueError(f"eta must be in (0, 1/lam] = (0, {1.0 / lm:g}] (η ≤ 1/β with β = λ "
-                         f"for the squared loss), got {shown(eta)}")
-    p = check_int("paths", paths, low=1)
-    sd = None if seed is None else check_int("seed", seed, low=0)
-    return s, sg, e, nn, k, a, lm, p, sd
+#: The parameters of :func:`coupled_runs` and :func:`coupled_runs_figure` (declared once).
+_ARGS = dict(sensitivity=POSITIVE, sigma=POSITIVE, eta=POSITIVE,
+             n=Integer(min=2, family="int1"), K=Integer(min=1), alpha=Interval(1.0, np.inf, family="pos"), lam=POSITIVE,
+             paths=Integer(min=1),
+             seed=SEED_OR_NONE)
 
 
+@constrained(**_ARGS)
 def coupled_runs(*, sensitivity: float = 4.0, sigma: float = 0.02, eta: float = 0.02,
                  n: int = 500, K: int = 400, alpha: float = 2.0, lam: float = 1.0,
                  paths: int = 3, seed: int | None = None) -> dict:
@@ -63,8 +57,10 @@ def coupled_runs(*, sensitivity: float = 4.0, sigma: float = 0.02, eta: float = 
     from ..langevin import (composition_rdp, exact_gaussian_renyi, noisy_gd,
                             privacy_dynamics_rdp, squared_loss_gradient, squared_loss_moments)
 
-    s, sg, e, nn, k, a, lm, p, sd = _check_args(sensitivity, sigma, eta, n, K, alpha, lam,
-                                                 paths, seed)
+    s, sg, e, nn, k, a, lm, p, sd = sensitivity, sigma, eta, n, K, alpha, lam, paths, seed
+    if lm * e > 1.0:          # η ≤ 1/β, β = λ the smoothness of the squared loss
+        raise ValueError(f"eta must be in (0, 1/lam] = (0, {1.0 / lm:g}] (η ≤ 1/β with β = λ "
+                         f"for the squared loss), got {shown(eta)}")
     shift = s / (2.0 * lm)
     data = np.zeros(nn)
     data[0] = -shift
@@ -87,6 +83,7 @@ def coupled_runs(*, sensitivity: float = 4.0, sigma: float = 0.02, eta: float = 
             "limit": float(exact_gaussian_renyi(a, s, sg, e, nn, 10**9, lam=lm))}
 
 
+@constrained(**_ARGS)
 def coupled_runs_figure(*, sensitivity: float = 4.0, sigma: float = 0.02, eta: float = 0.02,
                         n: int = 500, K: int = 400, alpha: float = 2.0, lam: float = 1.0,
                         paths: int = 3, seed: int | None = None) -> Figure:

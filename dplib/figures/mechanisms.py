@@ -20,8 +20,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from .._validate import (as_generator, check_choice, check_int, check_positive,
-                         check_probability, check_real)
+from .._common_params import FRACTION_OPEN, POSITIVE, PROBABILITY, RNG, optional
+from .._constraints import Custom, Integer, Options, constrained
+from .._validate import check_choice, check_int
 from ..mechanisms import (gaussian_privacy_loss, gaussian_sigma, laplace_mechanism,
                           laplace_privacy_loss, laplace_scale, rr_estimator_variance,
                           rr_simulate_estimates)
@@ -43,6 +44,39 @@ def _check_mechanisms(mechanisms: object) -> tuple[str, ...]:
     return chosen
 
 
+def _n_values(name: str, value: object) -> np.ndarray:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise ValueError(f"{name} must be a non-empty sequence of integers >= 1, "
+                         f"got {shown(value)}")
+    ns = np.array([check_int(name, n) for n in value], dtype=np.int64)
+    if ns.size == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of integers >= 1, got []")
+    return ns
+
+
+_KEYS = ("n", "local_std", "central_std", "local_simulated", "central_simulated",
+         "sampling_std")
+
+
+def _errors(name: str, value: object) -> object:
+    if not isinstance(value, Mapping) or any(k not in value for k in _KEYS):
+        raise ValueError(f"{name} must be the dict returned by local_vs_central_errors, with "
+                         f"keys {list(_KEYS)}, got {value!r:.80}")
+    arrays = {k: np.asarray(value[k], dtype=float) for k in _KEYS}
+    size = arrays["n"].shape
+    if len(size) != 1 or size[0] == 0 or any(a.shape != size for a in arrays.values()):
+        raise ValueError(f"{name} must hold 1-d arrays of one common, non-zero length, got "
+                         f"shapes {[arrays[k].shape for k in _KEYS]}")
+    if not all(np.all(np.isfinite(a) & (a > 0)) for a in arrays.values()):
+        raise ValueError(f"{name} must hold finite positive numbers only")
+    return value
+
+
+@constrained(epsilon=POSITIVE, sensitivity=POSITIVE, delta=optional(FRACTION_OPEN),
+             mechanisms=Custom(lambda name, value: _check_mechanisms(value),
+                               f"a non-empty sequence drawn from {list(_MECHANISMS)}",
+                               [[], "laplace", None, ["nope"], ["laplace", "laplace"], 3]),
+             gaussian_method=Options("analytic", "classic"))
 def neighbour_outputs_figure(epsilon: float, sensitivity: float = 1.0, *,
                              delta: float | None = None,
                              mechanisms: Sequence[str] = _MECHANISMS,
@@ -64,16 +98,13 @@ def neighbour_outputs_figure(epsilon: float, sensitivity: float = 1.0, *,
     mechanisms : a non-empty selection of "laplace" and "gaussian", without repeats.
     gaussian_method : "analytic" (Balle & Wang 2018) or "classic" (Dwork & Roth 2014, Thm A.1).
     """
-    eps = check_positive("epsilon", epsilon)
-    d = check_positive("sensitivity", sensitivity)
-    chosen = _check_mechanisms(mechanisms)
-    check_choice("gaussian_method", gaussian_method, ("analytic", "classic"))
+    eps, d, chosen = epsilon, sensitivity, mechanisms
     sig = None
     if "gaussian" in chosen:
         if delta is None:
             raise ValueError("delta must be a number in (0, 1) when mechanisms include "
                              "'gaussian', got None")
-        dl = check_real("delta", delta, low=0.0, high=1.0)
+        dl = delta
         sig = float(gaussian_sigma(eps, dl, d, method=gaussian_method))
     b = float(laplace_scale(eps, d))
     width = 6 * b if "laplace" in chosen else 0.0
@@ -118,6 +149,10 @@ def neighbour_outputs_figure(epsilon: float, sensitivity: float = 1.0, *,
     return fig
 
 
+@constrained(epsilon=POSITIVE,
+             n_values=Custom(_n_values, "a non-empty sequence of integers >= 1",
+                             [[], [0], [-5], [2.5], "abc", None, 3, [True]]),
+             proportion=PROBABILITY, trials=Integer(min=2, family="int1"), rng=RNG)
 def local_vs_central_errors(epsilon: float, n_values: Sequence[int], *,
                             proportion: float = 0.3, trials: int = 2_000,
                             rng: np.random.Generator | int) -> dict[str, np.ndarray]:
@@ -141,16 +176,7 @@ def local_vs_central_errors(epsilon: float, n_values: Sequence[int], *,
 
     Returns a dict of float arrays with one entry per n (and ``n`` itself, as integers).
     """
-    eps = check_positive("epsilon", epsilon)
-    if isinstance(n_values, (str, bytes)) or not isinstance(n_values, (Sequence, np.ndarray)):
-        raise ValueError(f"n_values must be a non-empty sequence of integers >= 1, "
-                         f"got {shown(n_values)}")
-    ns = np.array([check_int("n_values", n) for n in n_values], dtype=np.int64)
-    if ns.size == 0:
-        raise ValueError("n_values must be a non-empty sequence of integers >= 1, got []")
-    pi = check_probability("proportion", proportion)
-    trials = check_int("trials", trials, low=2)
-    gen = as_generator(rng)
+    eps, ns, pi, gen = epsilon, n_values, proportion, rng
     out = {k: np.empty(ns.size) for k in ("local_std", "central_std", "local_simulated",
                                             "central_simulated", "sampling_std")}
     for i, n in enumerate(ns):
@@ -167,10 +193,8 @@ def local_vs_central_errors(epsilon: float, n_values: Sequence[int], *,
     return out
 
 
-_KEYS = ("n", "local_std", "central_std", "local_simulated", "central_simulated",
-         "sampling_std")
-
-
+@constrained(errors=Custom(_errors, "the dict returned by local_vs_central_errors",
+                           [None, {}, 3, "abc"]), epsilon=optional(POSITIVE))
 def local_vs_central_figure(errors: Mapping[str, np.ndarray], *,
                             epsilon: float | None = None) -> Figure:
     """Log-log plot of the errors returned by :func:`local_vs_central_errors` against n.
@@ -179,18 +203,7 @@ def local_vs_central_figure(errors: Mapping[str, np.ndarray], *,
     sampling error of a survey; dots: the simulated releases. ``epsilon``, if given, goes in the
     title.
     """
-    if not isinstance(errors, Mapping) or any(k not in errors for k in _KEYS):
-        raise ValueError(f"errors must be the dict returned by local_vs_central_errors, with "
-                         f"keys {list(_KEYS)}, got {errors!r:.80}")
     arrays = {k: np.asarray(errors[k], dtype=float) for k in _KEYS}
-    size = arrays["n"].shape
-    if len(size) != 1 or size[0] == 0 or any(a.shape != size for a in arrays.values()):
-        raise ValueError("errors must hold 1-d arrays of one common, non-zero length, got "
-                         f"shapes {[arrays[k].shape for k in _KEYS]}")
-    if not all(np.all(np.isfinite(a) & (a > 0)) for a in arrays.values()):
-        raise ValueError("errors must hold finite positive numbers only")
-    if epsilon is not None:
-        epsilon = check_positive("epsilon", epsilon)
     n = arrays["n"]
     fig, ax = plt.subplots(figsize=(5.0, 3.8))
     ax.plot(n, arrays["local_std"], color=COLORS["baseline"],

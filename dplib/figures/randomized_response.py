@@ -16,7 +16,9 @@ from ..attacks.roc import dp_tpr_bound
 from ..mechanisms.randomized_response import (coin_flip_p_truth, rr_epsilon, rr_p_truth,
                                               rr_posterior)
 from ..plotting import COLORS
-from .._validate import check_probability, check_real_array, shown
+from .._common_params import FRACTION_OPEN
+from .._constraints import Custom, Interval, constrained
+from .._validate import check_real_array, shown
 
 __all__ = ["probability_tree", "posterior_curves", "tradeoff_region"]
 
@@ -44,6 +46,14 @@ def _check_epsilons(epsilons: object) -> np.ndarray:
     return eps
 
 
+#: 1 to 8 values of ε in (0, inf), one curve each.
+_EPSILONS = Custom(lambda name, value: _check_epsilons(value),
+                   "a sequence of 1 to 8 values in (0, inf)",
+                   [[], [0.0], [-1.0], [float("nan")], [float("inf")], [1.0] * 9, "abc", None,
+                    [[1.0, 2.0]], [True]])
+
+
+@constrained(heads=FRACTION_OPEN)
 def probability_tree(heads: float = 0.5) -> Figure:
     """The coin-flip survey as a probability tree, for a first coin with P(heads) = ``heads``.
 
@@ -54,7 +64,7 @@ def probability_tree(heads: float = 0.5) -> Figure:
     Pr[report yes | truth], their ratio and ε, from :func:`coin_flip_p_truth` and
     :func:`rr_epsilon`. ``heads`` ∈ (0, 1); the fair coin (0.5) gives 3/4, 1/4 and ε = ln 3.
     """
-    h = check_probability("heads", heads, low_open=True, high_open=True)
+    h = heads
     p = coin_flip_p_truth(h)                 # Pr[report = truth]
     eps = rr_epsilon(p)
     fig = Figure(figsize=(6.4, 6.6))
@@ -111,6 +121,7 @@ def _curve_colours() -> list[str]:
                                 "neutral", "alt")]
 
 
+@constrained(epsilons=_EPSILONS, prior=FRACTION_OPEN)
 def posterior_curves(epsilons: object = DEFAULT_EPSILONS, *, prior: float = 0.1) -> Figure:
     """The largest belief an attacker can reach after one output of an ε-DP mechanism.
 
@@ -120,8 +131,7 @@ def posterior_curves(epsilons: object = DEFAULT_EPSILONS, *, prior: float = 0.1)
     (ε → 0). The point at ``prior`` (∈ (0, 1)) is marked on every curve. ``epsilons``: 1 to 8
     values in (0, inf).
     """
-    eps = _check_epsilons(epsilons)
-    pi0 = check_probability("prior", prior, low_open=True, high_open=True)
+    eps, pi0 = epsilons, prior
     grid = np.linspace(0.0, 1.0, 401)
     fig = Figure(figsize=(5.0, 4.0))
     ax = fig.add_subplot()
@@ -141,6 +151,7 @@ def posterior_curves(epsilons: object = DEFAULT_EPSILONS, *, prior: float = 0.1)
     return fig
 
 
+@constrained(epsilons=_EPSILONS, delta=Interval(0.0, 1.0, closed="left"))
 def tradeoff_region(epsilons: object = DEFAULT_EPSILONS[:3], *, delta: float = 0.0) -> Figure:
     """The (FPR, TPR) pairs that a test against an (ε, δ)-DP mechanism can reach.
 
@@ -151,8 +162,7 @@ def tradeoff_region(epsilons: object = DEFAULT_EPSILONS[:3], *, delta: float = 0
     (1 − p, p) with p = :func:`rr_p_truth` (ε): it lies on the frontier's corner. ``epsilons``:
     1 to 8 values in (0, inf); ``delta`` ∈ [0, 1).
     """
-    eps = _check_epsilons(epsilons)
-    d = check_probability("delta", delta, high_open=True)
+    eps, d = epsilons, delta
     fpr = np.linspace(0.0, 1.0, 401)
     fig = Figure(figsize=(5.0, 4.0))
     ax = fig.add_subplot()

@@ -19,7 +19,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from scipy.stats import norm
 
-from .._validate import check_probability, check_real, shown
+from .._common_params import AXES, FRACTION_OPEN
+from .._constraints import Custom, Interval, constrained
+from .._validate import check_probability, shown
 from ..accounting import amplified_epsilon, amplified_epsilon_bound
 from ..plotting import COLORS
 
@@ -27,12 +29,6 @@ __all__ = ["draw_subsampled_pair", "draw_amplification_curves", "amplification_f
 
 #: Colours of the ε′ curves, one per sample rate, in the order given.
 _CURVE_COLORS = ("truth", "private", "alt", "baseline", "accent", "warning")
-
-
-def _check_axes(ax: object) -> Axes:
-    if not isinstance(ax, Axes):
-        raise ValueError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-    return ax
 
 
 def _check_rates(sample_rates: object) -> tuple[float, ...]:
@@ -47,15 +43,16 @@ def _check_rates(sample_rates: object) -> tuple[float, ...]:
     return tuple(check_probability("sample_rates", q, low_open=True) for q in rates)
 
 
-def _check_sigma(noise_multiplier: object) -> float:
-    return check_real("noise_multiplier", noise_multiplier, low=0.0, high=100.0,
-                      high_open=False)
+#: σ in (0, 100], q in (0, 1), 1 to 6 rates in (0, 1], ε_max in (1, 50] (declared once for the
+#: three functions).
+_SIGMA = Interval(0.0, 100.0, closed="right", family="pos")
+_RATES = Custom(lambda name, value: _check_rates(value),
+                f"a sequence of 1 to {len(_CURVE_COLORS)} rates in (0, 1]",
+                [[], [0.0], [1.5], [float("nan")], 0.5, None, "abc", [0.5] * 7, [True]])
+_EPSILON_MAX = Interval(1.0, 50.0, closed="right")
 
 
-def _check_epsilon_max(epsilon_max: object) -> float:
-    return check_real("epsilon_max", epsilon_max, low=1.0, high=50.0, high_open=False)
-
-
+@constrained(ax=AXES, noise_multiplier=_SIGMA, sample_rate=FRACTION_OPEN)
 def draw_subsampled_pair(ax: Axes, noise_multiplier: float = 1.0,
                          sample_rate: float = 0.2) -> dict[str, np.ndarray]:
     """Draw the densities of one Poisson-subsampled Gaussian step on ``ax`` and return them.
@@ -69,9 +66,7 @@ def draw_subsampled_pair(ax: Axes, noise_multiplier: float = 1.0,
     Parameters: ``noise_multiplier`` σ in (0, 100]; ``sample_rate`` q in (0, 1).
     Returns the grid ``"x"`` and the densities ``"Q"``, ``"P"`` and ``"full"`` (N(1, σ²)).
     """
-    ax = _check_axes(ax)
-    sigma = _check_sigma(noise_multiplier)
-    q = check_probability("sample_rate", sample_rate, low_open=True, high_open=True)
+    sigma, q = noise_multiplier, sample_rate
     x = np.linspace(-3.5 * sigma, 1.0 + 3.5 * sigma, 801)
     dens_q = norm.pdf(x, 0.0, sigma)
     full = norm.pdf(x, 1.0, sigma)
@@ -90,6 +85,7 @@ def draw_subsampled_pair(ax: Axes, noise_multiplier: float = 1.0,
     return {"x": x, "Q": dens_q, "P": dens_p, "full": full}
 
 
+@constrained(ax=AXES, sample_rates=_RATES, epsilon_max=_EPSILON_MAX)
 def draw_amplification_curves(ax: Axes, sample_rates: object = (1.0, 0.1, 0.01, 0.001),
                               epsilon_max: float = 10.0) -> dict[float, np.ndarray]:
     """Draw ε′(ε, q) = ln(1 + q(e^ε − 1)) against ε on log–log axes, one curve per q, and return
@@ -103,9 +99,7 @@ def draw_amplification_curves(ax: Axes, sample_rates: object = (1.0, 0.1, 0.01, 
     Parameters: ``sample_rates``, 1 to 6 rates in (0, 1]; ``epsilon_max`` in (1, 50], the right
     end of the ε axis (which starts at 0.01).
     """
-    ax = _check_axes(ax)
-    rates = _check_rates(sample_rates)
-    e_max = _check_epsilon_max(epsilon_max)
+    rates, e_max = sample_rates, epsilon_max
     eps = np.geomspace(0.01, e_max, 200)
     small = np.geomspace(0.01, 1.0, 50)
     out: dict = {"epsilon": eps}
@@ -131,6 +125,8 @@ def draw_amplification_curves(ax: Axes, sample_rates: object = (1.0, 0.1, 0.01, 
     return out
 
 
+@constrained(noise_multiplier=_SIGMA, sample_rate=FRACTION_OPEN, sample_rates=_RATES,
+             epsilon_max=_EPSILON_MAX)
 def amplification_figure(noise_multiplier: float = 1.0, sample_rate: float = 0.2,
                          sample_rates: object = (1.0, 0.1, 0.01, 0.001),
                          epsilon_max: float = 10.0) -> Figure:
@@ -139,10 +135,6 @@ def amplification_figure(noise_multiplier: float = 1.0, sample_rate: float = 0.2
     ``epsilon_max`` (the same ranges as there). Returns a pyplot Figure, so that ``plt.show()``
     displays it in a notebook; the caller closes it. Bad input raises ``ValueError`` before any
     figure is created."""
-    _check_sigma(noise_multiplier)
-    check_probability("sample_rate", sample_rate, low_open=True, high_open=True)
-    _check_rates(sample_rates)
-    _check_epsilon_max(epsilon_max)
     fig = plt.figure(figsize=(5.0, 7.4), layout="constrained")
     ax_a, ax_b = fig.subplots(2, 1)
     draw_subsampled_pair(ax_a, noise_multiplier, sample_rate)

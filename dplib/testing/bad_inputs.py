@@ -168,8 +168,6 @@ _BASE_EXCLUDED: dict[str, str] = {
         "dplib.icl.tiny_lm.load_tiny_lm", "dplib.experiments.icl_report.load_model_table",
         "dplib.experiments.icl_report.format_model_table")},
     "dplib.attacks.roc.plot_roc": "draws on a matplotlib axis; its inputs go through roc_curve",
-    "dplib.figures.attacks.operating_points_figure": "draws the dicts operating_point returns "
-                                                     "(swept)",
     "dplib.figures.attacks.shadow_count_figure": "draws a ShadowCountCurve of "
                                                  "lira_by_shadow_count",
     "dplib.experiments.attacks.ShadowCountCurve": "result record of lira_by_shadow_count",
@@ -178,12 +176,6 @@ _BASE_EXCLUDED: dict[str, str] = {
                                                      "tested in tests/unit/test_figures_attacks.py",
     "dplib.figures.dpsgd.training_run_figure": "draws a TrainResult of dplib.training.train, "
                                                "whose inputs are swept there",
-    "dplib.figures.mechanisms.local_vs_central_figure": "draws the dict local_vs_central_errors "
-                                                        "returns (swept)",
-    "dplib.figures.subsampling.draw_subsampled_pair": "draws on a given axis; the body of "
-                                                      "amplification_figure (swept)",
-    "dplib.figures.subsampling.draw_amplification_curves": "draws on a given axis; the body of "
-                                                           "amplification_figure (swept)",
     # chapter 8: what _specs_encoding does not call, with the reason
     "dplib.encoding.noise.NoiseDistribution": "abstract base class; its subclasses are swept",
     "dplib.encoding.noise.ScipyNoise": "wraps a scipy distribution object (refuses skewed ones;"

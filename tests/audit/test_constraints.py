@@ -30,7 +30,6 @@ NOT_MIGRATED = (
     "dplib.encoding",
     "dplib.experiments",
     "dplib.features",
-    "dplib.figures",
     "dplib.icl",
     "dplib.langevin",
     "dplib.mechanisms",
