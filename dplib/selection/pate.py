@@ -36,30 +36,33 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
-from .._validate import check_int, check_positive, shown
-from ..accounting import RDPAccountant, RDPCurveEvent, check_orders, laplace_rdp, rdp_to_epsilon
+from .._constraints import Integer, constrained, unconstrained
+from .._validate import shown
+from ..accounting import RDPAccountant, RDPCurveEvent, laplace_rdp, rdp_to_epsilon
+from ..accounting._params import COUNT, DELTA, POSITIVE
+from ._params import ORDERS_OR_NONE, POSITIVE_OR_NONE, RELEASE_RNG, RNG, make_release_rng
 from .ptr import split_blocks
-from .sparse_vector import release_rng
 
 __all__ = ["teacher_partitions", "vote_histogram", "lnmax", "gnmax", "LNMaxEvent",
            "GNMaxEvent", "pate_epsilon", "gnmax_log_q", "data_dependent_rdp_not_publishable",
            "data_dependent_epsilon_not_publishable"]
 
 
+@constrained(n=COUNT, num_teachers=COUNT, rng=RNG)
 def teacher_partitions(n: int, num_teachers: int, *, rng: np.random.Generator | int) -> list:
     """Disjoint index sets, one per teacher, covering 0 … n−1 (a public random split;
     :func:`~.ptr.split_blocks`)."""
-    n = check_int("n", n, low=1)
-    t = check_int("num_teachers", num_teachers, low=1)
+    t = num_teachers
     if t > n:
         raise ValueError(f"num_teachers must be in [1, n={n}], got {shown(num_teachers)}")
     return split_blocks(n, t, rng=rng)
 
 
+@constrained(num_classes=Integer(min=2))
 def vote_histogram(teacher_predictions: object, num_classes: int) -> np.ndarray:
     """Vote counts n(x), shape (queries, classes), from integer predictions of shape
     (teachers, queries) with labels in [0, num_classes)."""
-    k = check_int("num_classes", num_classes, low=2)
+    k = num_classes
     p = np.asarray(teacher_predictions)
     if p.ndim == 1:
         p = p[:, None]
@@ -96,31 +99,32 @@ def _gap_over_scale(v: np.ndarray, scale: float) -> np.ndarray:
     return out
 
 
+@constrained(gamma=POSITIVE, rng=RELEASE_RNG)
 def lnmax(votes: object, gamma: float, *, rng: np.random.Generator | int | None = None
           ) -> np.ndarray | int:
     """LNMax label per query: argmax_j n_j + Lap(1/γ) (Papernot et al. 2017, eq. (1)); 2γ-DP per
     query. ``rng``: Generator or seed, ``None`` (default) fresh OS entropy. Floating-point
     caveat: numpy's float Laplace sampler (Mironov 2012); only the label is released."""
     v = _votes(votes)
-    g = check_positive("gamma", gamma)
-    z = release_rng(rng).laplace(0.0, 1.0, size=v.shape)
-    idx = np.argmax(_gap_over_scale(v, 1.0 / g) + z, axis=-1)
+    z = make_release_rng(rng).laplace(0.0, 1.0, size=v.shape)
+    idx = np.argmax(_gap_over_scale(v, 1.0 / gamma) + z, axis=-1)
     return int(idx) if idx.ndim == 0 else idx
 
 
+@constrained(sigma=POSITIVE, rng=RELEASE_RNG)
 def gnmax(votes: object, sigma: float, *, rng: np.random.Generator | int | None = None
           ) -> np.ndarray | int:
     """GNMax label per query: argmax_j n_j + N(0, σ²) (Papernot et al. 2018, §4.1);
     (λ, λ/σ²)-RDP per query (Prop. 8). ``rng``: Generator or seed, ``None`` (default) fresh OS
     entropy. Floating-point caveat: numpy's float Gaussian sampler (Mironov 2012)."""
     v = _votes(votes)
-    s = check_positive("sigma", sigma)
-    z = release_rng(rng).normal(0.0, 1.0, size=v.shape)
-    idx = np.argmax(_gap_over_scale(v, s) + z, axis=-1)
+    z = make_release_rng(rng).normal(0.0, 1.0, size=v.shape)
+    idx = np.argmax(_gap_over_scale(v, sigma) + z, axis=-1)
     return int(idx) if idx.ndim == 0 else idx
 
 
 @dataclass(frozen=True)
+@constrained(sigma=POSITIVE)
 class GNMaxEvent(RDPCurveEvent):
     """One GNMax answer with noise σ as an accounting event: λ/σ² at every order λ
     (Papernot et al. 2018, Prop. 8), under add/remove or replace-one of a training record
@@ -128,14 +132,13 @@ class GNMaxEvent(RDPCurveEvent):
 
     sigma: float
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
-
+    @unconstrained("the curve the Rényi accountant asks for at its checked orders")
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
         return np.asarray(orders, dtype=float) / self.sigma ** 2
 
 
 @dataclass(frozen=True)
+@constrained(gamma=POSITIVE)
 class LNMaxEvent(RDPCurveEvent):
     """One LNMax answer with noise Lap(1/γ) as an accounting event: the Laplace mechanism's RDP
     (Mironov 2017, Prop. 6) for ℓ1 sensitivity 2, i.e. scale 1/(2γ) per unit; 2γ-DP
@@ -143,19 +146,18 @@ class LNMaxEvent(RDPCurveEvent):
 
     gamma: float
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "gamma", check_positive("gamma", self.gamma))
-
+    @unconstrained("the curve the Rényi accountant asks for at its checked orders")
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
         return laplace_rdp(orders, 1.0 / (2.0 * self.gamma))
 
 
+@constrained(num_queries=COUNT, delta=DELTA, sigma=POSITIVE_OR_NONE, gamma=POSITIVE_OR_NONE)
 def pate_epsilon(num_queries: int, delta: float, *, sigma: float | None = None,
                  gamma: float | None = None) -> float:
     """Data-independent ε at δ of ``num_queries`` answers of GNMax (``sigma``) or LNMax
     (``gamma``): the events composed in :class:`~dplib.accounting.RDPAccountant`. This is the
     ε that may be published."""
-    q = check_int("num_queries", num_queries, low=1)
+    q = num_queries
     if (sigma is None) == (gamma is None):
         raise ValueError(f"sigma / gamma: give exactly one (GNMax or LNMax), got "
                          f"sigma={sigma!r}, gamma={gamma!r}")
@@ -163,12 +165,13 @@ def pate_epsilon(num_queries: int, delta: float, *, sigma: float | None = None,
     return RDPAccountant().compose(event, q).get_epsilon(delta)
 
 
+@constrained(sigma=POSITIVE)
 def gnmax_log_q(votes: object, sigma: float) -> np.ndarray | float:
     """log q̃ per query, q̃ = Σ_{j≠j*} ½ erfc((n_{j*} − n_j)/(2σ)) ≥ P[GNMax ≠ j*] (Papernot
     et al. 2018, Prop. 7), capped at log(1 − 1/k) (the answer is wrong with probability ≤
     1 − 1/k at worst). j* = argmax n (lowest index among ties). Computed in log space."""
     v = _votes(votes)
-    s = check_positive("sigma", sigma)
+    s = sigma
     k = v.shape[-1]
     top = np.argmax(v, axis=-1)[..., None]
     gap = np.take_along_axis(v, top, axis=-1) - v
@@ -200,6 +203,7 @@ def _theorem6(log_q: np.ndarray, sigma: float, alpha: np.ndarray) -> np.ndarray:
     return np.where(ok & np.isfinite(dep), np.minimum(base, dep), base)
 
 
+@constrained(sigma=POSITIVE, orders=ORDERS_OR_NONE)
 def data_dependent_rdp_not_publishable(votes: object, sigma: float,
                                        orders: object = None) -> np.ndarray:
     """Total data-dependent RDP of GNMax answers to the queries ``votes`` (queries × classes),
@@ -211,17 +215,16 @@ def data_dependent_rdp_not_publishable(votes: object, sigma: float,
     al. (2018, §4.3, App. C) publish it only with noise calibrated to its smooth sensitivity
     (Nissim, Raskhodnikova & Smith 2007). Use :func:`pate_epsilon` for a publishable ε."""
     from ..accounting import DEFAULT_ORDERS
-    alpha = check_orders(DEFAULT_ORDERS if orders is None else orders)
+    alpha = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float).reshape(-1)
     v = _votes(votes)
-    s = check_positive("sigma", sigma)
-    lq = np.atleast_1d(gnmax_log_q(v.reshape(-1, v.shape[-1]), s))
-    return _theorem6(lq, s, alpha).sum(axis=0)
+    lq = np.atleast_1d(gnmax_log_q(v.reshape(-1, v.shape[-1]), sigma))
+    return _theorem6(lq, sigma, alpha).sum(axis=0)
 
 
+@constrained(sigma=POSITIVE, delta=DELTA)
 def data_dependent_epsilon_not_publishable(votes: object, sigma: float, delta: float) -> float:
     """ε at δ of :func:`data_dependent_rdp_not_publishable` (RDP→DP conversion of
     :func:`dplib.accounting.rdp_to_epsilon`). NOT PUBLISHABLE: see that function."""
-    from ..accounting import DEFAULT_ORDERS, check_delta
-    d = check_delta(delta)
+    from ..accounting import DEFAULT_ORDERS
     r = data_dependent_rdp_not_publishable(votes, sigma, DEFAULT_ORDERS)
-    return rdp_to_epsilon(DEFAULT_ORDERS, r, d)[0]
+    return rdp_to_epsilon(DEFAULT_ORDERS, r, delta)[0]

@@ -34,10 +34,13 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int, check_positive, check_real, shown
+from .._constraints import Integer, IsCallable, Options, constrained, unconstrained
+from .._validate import shown
+from ..accounting._params import COUNT, DELTA, POSITIVE
+from ._params import (DELTA_OR_ZERO, REAL, RELEASE_RNG, RNG, SEED_OR_NONE, SIZE_OR_NONE,
+                      make_release_rng)
 from .smooth_sensitivity import (check_bounded_data, median_sensitivity_at_distance,
                                  smooth_median)
-from .sparse_vector import release_rng
 
 from typing import TYPE_CHECKING
 
@@ -48,16 +51,17 @@ __all__ = ["distance_to_instability", "ptr_median", "PTRResult", "sample_and_agg
            "split_blocks"]
 
 
+@constrained(bound=POSITIVE, lower=REAL, upper=REAL)
 def distance_to_instability(x: object, bound: float, lower: float, upper: float) -> int:
     """d(x) = min{k : A^{(k)}(x) > bound} for the median (Dwork & Lei 2009; Dwork & Roth 2014,
     §7.3): how many records must change before the median's local sensitivity exceeds
     ``bound``; n + 1 if it never does (bound ≥ U − L)."""
-    b = check_positive("bound", bound)
     a = median_sensitivity_at_distance(x, lower, upper)
-    over = np.flatnonzero(a > b)
+    over = np.flatnonzero(a > bound)
     return int(over[0]) if over.size else int(a.size)
 
 
+@unconstrained("result record returned by ptr_median")
 @dataclass(frozen=True)
 class PTRResult:
     """Result of :func:`ptr_median`: ``value`` (None when the test refused: ⊥; with ``size``, an
@@ -72,6 +76,7 @@ class PTRResult:
     epsilon_total: float
     delta: float
 
+    @unconstrained("reads the run; its public facts go through dplib.reporting.privacy_report")
     def privacy_report(self, **public_facts: object) -> "PrivacyReport":
         """This release's complete privacy statement, read from the run:
         :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
@@ -79,6 +84,8 @@ class PTRResult:
         return privacy_report(self, **public_facts)
 
 
+@constrained(epsilon=POSITIVE, delta=DELTA, bound=POSITIVE, lower=REAL, upper=REAL,
+             size=SIZE_OR_NONE, rng=RELEASE_RNG)
 def ptr_median(x: object, epsilon: float, delta: float, bound: float, lower: float,
                upper: float, *, size: int | None = None,
                rng: np.random.Generator | int | None = None) -> PTRResult:
@@ -89,11 +96,9 @@ def ptr_median(x: object, epsilon: float, delta: float, bound: float, lower: flo
     Generator or seed for experiments, ``None`` (default) fresh OS entropy. Floating-point
     caveat: numpy's float Laplace sampler (Mironov 2012)."""
     xs, lo, hi = check_bounded_data(x, lower, upper)
-    eps = check_positive("epsilon", epsilon)
-    d = check_real("delta", delta, low=0.0, high=1.0)
-    b = check_positive("bound", bound)
-    shape = None if size is None else (check_int("size", size, low=1),)
-    gen = release_rng(rng)
+    eps, d, b = epsilon, delta, bound
+    shape = None if size is None else (size,)
+    gen = make_release_rng(rng)   # a Generator when passed (declared); None: fresh entropy
     dist = distance_to_instability(xs, b, lo, hi)
     d_hat = dist + gen.laplace(0.0, 1.0 / eps, shape)
     thr = math.log(1.0 / d) / eps
@@ -106,18 +111,21 @@ def ptr_median(x: object, epsilon: float, delta: float, bound: float, lower: flo
     return PTRResult(value, passed, d_hat, thr, 2 * eps, d)
 
 
+@constrained(n=COUNT, num_blocks=COUNT, rng=RNG)
 def split_blocks(n: int, num_blocks: int, *, rng: np.random.Generator | int) -> list:
     """A random partition of record indices 0 … n−1 into ``num_blocks`` disjoint blocks of
     sizes differing by at most one (the split is public: it depends only on n and on the
     generator passed as ``rng``, never on the data)."""
-    n = check_int("n", n, low=1)
-    m = check_int("num_blocks", num_blocks, low=1)
+    m = num_blocks
     if m > n:
         raise ValueError(f"num_blocks must be in [1, n={n}], got {shown(num_blocks)}")
-    perm = as_generator(rng).permutation(n)
+    perm = rng.permutation(n)
     return np.array_split(perm, m)
 
 
+@constrained(statistic=IsCallable("a callable block -> float"), num_blocks=Integer(min=2),
+             epsilon=POSITIVE, lower=REAL, upper=REAL, aggregator=Options("mean", "median"),
+             delta=DELTA_OR_ZERO, split_seed=SEED_OR_NONE, rng=RELEASE_RNG)
 def sample_and_aggregate(data: object, statistic: Callable[[np.ndarray], float],
                          num_blocks: int, epsilon: float, lower: float, upper: float, *,
                          aggregator: str = "mean", delta: float = 0.0,
@@ -140,22 +148,16 @@ def sample_and_aggregate(data: object, statistic: Callable[[np.ndarray], float],
     if arr.ndim == 0 or arr.shape[0] < 1 or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"data must be a non-empty numeric array of records (rows), got "
                          f"{data!r}"[:200])
-    if not callable(statistic):
-        raise ValueError(f"statistic must be a callable block -> float, got {shown(statistic)}")
-    m = check_int("num_blocks", num_blocks, low=2)
-    eps = check_positive("epsilon", epsilon)
-    lo, hi = check_real("lower", lower), check_real("upper", upper)
+    m, eps, lo, hi, agg, dlt = num_blocks, epsilon, lower, upper, aggregator, delta
     if not lo < hi:
         raise ValueError(f"(lower, upper) must satisfy lower < upper, got ({lower!r}, {upper!r})")
-    agg = check_choice("aggregator", aggregator, ("mean", "median"))
-    dlt = check_real("delta", delta, low=0.0, high=1.0, low_open=False)
     if m > arr.shape[0]:
         raise ValueError(f"num_blocks must be in [2, n={arr.shape[0]}], got {shown(num_blocks)}")
     blocks = (np.array_split(np.arange(arr.shape[0]), m) if split_seed is None else
-              split_blocks(arr.shape[0], m, rng=check_int("split_seed", split_seed, low=0)))
+              split_blocks(arr.shape[0], m, rng=split_seed))
     vals = np.array([float(statistic(arr[idx])) for idx in blocks])   # one call per block
     vals = np.clip(np.where(np.isnan(vals), 0.5 * (lo + hi), vals), lo, hi)
-    gen = release_rng(rng)
+    gen = make_release_rng(rng)   # a Generator when passed (declared); None: fresh entropy
     if agg == "mean":
         return float(vals.mean() + gen.laplace(0.0, (hi - lo) / (m * eps)))
     return smooth_median(vals, eps, lo, hi, delta=dlt, rng=gen).value

@@ -38,8 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_finite_array, check_int, check_positive, check_real
-from .sparse_vector import release_rng
+from .._constraints import constrained, unconstrained
+from .._validate import check_finite_array, check_real
+from ..accounting._params import POSITIVE
+from ._params import DELTA_OR_ZERO, REAL, RELEASE_RNG, SIZE_OR_NONE, make_release_rng
 
 __all__ = ["check_bounded_data", "median_sensitivity_at_distance", "median_smooth_sensitivity",
            "smooth_median", "SmoothRelease", "median_noise_parameters"]
@@ -48,6 +50,8 @@ __all__ = ["check_bounded_data", "median_sensitivity_at_distance", "median_smoot
 _BLOCK = 1 << 22
 
 
+@unconstrained("a validator: raising ValueError on bad input is all it does (the relation "
+               "of x to lower < upper, used by the declared functions)")
 def check_bounded_data(x: object, lower: object, upper: object
                        ) -> tuple[np.ndarray, float, float]:
     """x: a non-empty 1-d array of finite reals inside [lower, upper] (public bounds, lower <
@@ -68,6 +72,7 @@ def check_bounded_data(x: object, lower: object, upper: object
     return np.sort(a), lo, hi
 
 
+@constrained(lower=REAL, upper=REAL)
 def median_sensitivity_at_distance(x: object, lower: float, upper: float) -> np.ndarray:
     """A^{(k)}(x) for k = 0, …, n: the largest local sensitivity of the (lower) median over data
     sets within k changed records of x (NRS07, §3.1). A^{(0)} is LS(x); A^{(k)} = U − L once
@@ -94,24 +99,25 @@ def _a_k(xs: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return out
 
 
+@constrained(beta=POSITIVE, lower=REAL, upper=REAL)
 def median_smooth_sensitivity(x: object, beta: float, lower: float, upper: float) -> float:
     """S*_β(x) = max_k e^{−kβ} A^{(k)}(x) (NRS07, Def. 2.2, Prop. 3.1, §3.1), β > 0."""
     xs, lo, hi = check_bounded_data(x, lower, upper)
-    b = check_positive("beta", beta)
     a = _a_k(xs, lo, hi)
-    return float(np.max(np.exp(-b * np.arange(a.size)) * a))
+    return float(np.max(np.exp(-beta * np.arange(a.size)) * a))
 
 
+@constrained(epsilon=POSITIVE, delta=DELTA_OR_ZERO)
 def median_noise_parameters(epsilon: float, delta: float = 0.0) -> dict:
     """(α, β, law) of the admissible noise for ``smooth_median`` (module note): δ = 0 → Cauchy,
     α = β = ε/6; δ ∈ (0, 1) → Laplace, α = ε/2, β = ε/(2 ln(2/δ)) (NRS07, §2.2)."""
-    eps = check_positive("epsilon", epsilon)
-    d = check_real("delta", delta, low=0.0, high=1.0, low_open=False)
+    eps, d = epsilon, delta
     if d == 0.0:
         return {"law": "cauchy", "alpha": eps / 6.0, "beta": eps / 6.0}
     return {"law": "laplace", "alpha": eps / 2.0, "beta": eps / (2.0 * math.log(2.0 / d))}
 
 
+@unconstrained("result record returned by smooth_median")
 @dataclass(frozen=True)
 class SmoothRelease:
     """Result of :func:`smooth_median`: the released ``value`` (an array with ``size``); ``noise_scale`` = S/α;
@@ -126,6 +132,8 @@ class SmoothRelease:
     law: str
 
 
+@constrained(epsilon=POSITIVE, lower=REAL, upper=REAL, delta=DELTA_OR_ZERO, size=SIZE_OR_NONE,
+             rng=RELEASE_RNG)
 def smooth_median(x: object, epsilon: float, lower: float, upper: float, *,
                   delta: float = 0.0, size: int | None = None,
                   rng: np.random.Generator | int | None = None) -> SmoothRelease:
@@ -139,8 +147,8 @@ def smooth_median(x: object, epsilon: float, lower: float, upper: float, *,
     Floating-point caveat: numpy's float Cauchy/Laplace samplers (Mironov 2012)."""
     xs, lo, hi = check_bounded_data(x, lower, upper)
     p = median_noise_parameters(epsilon, delta)
-    shape = None if size is None else (check_int("size", size, low=1),)
-    gen = release_rng(rng)
+    shape = None if size is None else (size,)
+    gen = make_release_rng(rng)   # a Generator when passed (declared); None: fresh entropy
     a = _a_k(xs, lo, hi)
     s = float(np.max(np.exp(-p["beta"] * np.arange(a.size)) * a))
     z = gen.standard_cauchy(shape) if p["law"] == "cauchy" else gen.laplace(0.0, 1.0, shape)

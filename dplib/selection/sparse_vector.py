@@ -49,8 +49,10 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import check_choice, check_finite_array, check_int, check_positive
-from ..device import release_seed
+from .._constraints import Options, constrained, unconstrained
+from .._validate import check_finite_array
+from ..accounting._params import COUNT, POSITIVE
+from ._params import RELEASE_RNG, make_release_rng
 
 from typing import TYPE_CHECKING
 
@@ -61,18 +63,18 @@ __all__ = ["SVTVariant", "SVT_VARIANTS", "SVTResult", "above_threshold", "sparse
            "release_rng", "svt_error_rates"]
 
 
+@unconstrained("a validator: it is the check of the declaration RELEASE_RNG of "
+               "dplib.selection._params, raising ValueError naming the parameter")
 def release_rng(rng: object = None, name: str = "rng") -> np.random.Generator:
     """The generator a private release draws from: a numpy ``Generator`` or an int seed ≥ 0
     (reproducible, for experiments), or ``None`` (default) — 63 fresh bits of OS entropy
     (:func:`dplib.device.release_seed`), so that the noise is not a known function of the
     public inputs."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None:
-        return np.random.default_rng(release_seed(None))
-    return np.random.default_rng(release_seed(rng, name))
+    return make_release_rng(rng, name)
 
 
+@unconstrained("record of the fixed table SVT_VARIANTS (its entries are swept via "
+               "sparse_vector)")
 @dataclass(frozen=True)
 class SVTVariant:
     """One published form of SVT (Lyu, Su & Li 2017, Figure 1 / Table 1).
@@ -127,8 +129,11 @@ SVT_VARIANTS: dict[str, SVTVariant] = {v.name: v for v in (
                lambda e, c: 2.0 / e, lambda e, c: 2.0 / e, False, False, False,
                _same, _never),
 )}
+#: A name of :data:`SVT_VARIANTS`.
+_VARIANT = Options(*SVT_VARIANTS)
 
 
+@unconstrained("result record returned by sparse_vector")
 @dataclass(frozen=True)
 class SVTResult:
     """What :func:`sparse_vector` releases.
@@ -144,6 +149,7 @@ class SVTResult:
     claimed_epsilon: float
     actual_epsilon: float
 
+    @unconstrained("reads the run; its public facts go through dplib.reporting.privacy_report")
     def privacy_report(self, **public_facts: object) -> "PrivacyReport":
         """This release's complete privacy statement, read from the run:
         :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
@@ -151,8 +157,8 @@ class SVTResult:
         return privacy_report(self, **public_facts)
 
 
-def _check_inputs(answers: object, threshold: object, epsilon: object,
-                  sensitivity: object) -> tuple[np.ndarray, np.ndarray, float, float]:
+def _check_inputs(answers: object, threshold: object) -> tuple[np.ndarray, np.ndarray]:
+    """The answers as an array of at least one dimension, the threshold broadcast to them."""
     a = check_finite_array("answers", answers)
     if a.ndim == 0:
         a = a[None]
@@ -162,7 +168,7 @@ def _check_inputs(answers: object, threshold: object, epsilon: object,
     except ValueError:
         raise ValueError(f"threshold must be a scalar or broadcast to answers' shape {a.shape}, "
                          f"got shape {t.shape}") from None
-    return a, t, check_positive("epsilon", epsilon), check_positive("sensitivity", sensitivity)
+    return a, t
 
 
 def _first_true(mask: np.ndarray) -> np.ndarray:
@@ -171,6 +177,7 @@ def _first_true(mask: np.ndarray) -> np.ndarray:
     return np.where(mask.any(axis=-1), idx, -1)
 
 
+@constrained(epsilon=POSITIVE, c=COUNT, sensitivity=POSITIVE, variant=_VARIANT, rng=RELEASE_RNG)
 def sparse_vector(answers: object, threshold: object, epsilon: float, c: int = 1, *,
                   sensitivity: float = 1.0, variant: str = "lyu_alg1",
                   rng: np.random.Generator | int | None = None) -> SVTResult:
@@ -186,15 +193,14 @@ def sparse_vector(answers: object, threshold: object, epsilon: float, c: int = 1
     a_i + ν_i ≥ T_i + ρ (Lyu et al. 2017, Figure 1). Floating-point caveat: numpy's float
     Laplace sampler (Mironov 2012), so the law is exact only up to rounding.
     """
-    a, t, eps, du = _check_inputs(answers, threshold, epsilon, sensitivity)
-    c = check_int("c", c, low=1)
-    v = SVT_VARIANTS[check_choice("variant", variant, tuple(SVT_VARIANTS))]
+    a, t = _check_inputs(answers, threshold)
+    eps, du, v = epsilon, sensitivity, SVT_VARIANTS[variant]
     with np.errstate(over="ignore"):
         s_rho, s_nu = du * v.threshold_scale(eps, c), du * v.query_scale(eps, c)
     if not (math.isfinite(s_rho) and math.isfinite(s_nu)):
         raise ValueError(f"epsilon / sensitivity: the noise scale sensitivity·{variant} scale/"
                          f"epsilon overflows for epsilon={eps!r}, sensitivity={du!r}, c={c}")
-    gen = release_rng(rng)
+    gen = make_release_rng(rng)   # a Generator when passed (declared); None: fresh entropy
     rows = a.shape[:-1]
     nu = gen.laplace(0.0, s_nu, size=a.shape) if s_nu > 0 else np.zeros(a.shape)
     # Compare (a − T) + ν ≥ ρ: the gap first, so that huge answers and thresholds (|a| ≫ noise)
@@ -235,6 +241,7 @@ def sparse_vector(answers: object, threshold: object, epsilon: float, c: int = 1
     return SVTResult(out, values, v.name, float(v.claimed(eps, c)), float(v.actual(eps, c)))
 
 
+@constrained(epsilon=POSITIVE, sensitivity=POSITIVE, rng=RELEASE_RNG)
 def above_threshold(answers: object, threshold: object, epsilon: float, *,
                     sensitivity: float = 1.0,
                     rng: np.random.Generator | int | None = None) -> int | np.ndarray:
@@ -251,6 +258,8 @@ def above_threshold(answers: object, threshold: object, epsilon: float, *,
     return int(idx) if idx.ndim == 0 else idx
 
 
+@constrained(epsilon=POSITIVE, c=COUNT, runs=COUNT, sensitivity=POSITIVE, variant=_VARIANT,
+             rng=RELEASE_RNG)
 def svt_error_rates(answers: object, threshold: float, epsilon: float, c: int = 1, *,
                     runs: int = 1000, sensitivity: float = 1.0, variant: str = "lyu_alg1",
                     rng: np.random.Generator | int | None = None) -> dict:
@@ -272,7 +281,7 @@ def svt_error_rates(answers: object, threshold: float, epsilon: float, c: int = 
     t = check_finite_array("threshold", threshold)
     if t.ndim != 0:
         raise ValueError(f"threshold must be a scalar here, got shape {t.shape}")
-    n = check_int("runs", runs, low=1)
+    n = runs
     res = sparse_vector(np.broadcast_to(a, (n, a.size)), float(t), epsilon, c,
                         sensitivity=sensitivity, variant=variant, rng=rng)
     ans = res.answers

@@ -36,40 +36,38 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from .._validate import check_choice, check_int, check_real, shown
+from .._constraints import InstanceOf, constrained, unconstrained
+from .._validate import shown
 from ..accounting import RDPAccountant, RDPCurveEvent, dpsgd_event
+from ..accounting._params import (COUNT, DELTA, NOISE_MULTIPLIER, ORDERS, SAMPLE_RATE)
 from ..accounting.events import DpEvent
-from .sparse_vector import release_rng
+from ._params import (DISTRIBUTION, DISTRIBUTIONS, ETA, ETA_OR_NONE, GAMMA, MEAN, MEAN_RANGE,
+                      RELEASE_RNG, make_release_rng)
 
 __all__ = ["DISTRIBUTIONS", "tnb_mean", "tnb_gamma", "num_runs_pmf", "sample_num_runs",
            "tuning_rdp", "TunedRuns", "tuned_dpsgd_epsilon", "tuned_epsilons"]
 
-#: The laws of the number of runs K, and the η of the truncated negative binomial each fixes.
-DISTRIBUTIONS = ("geometric", "logarithmic", "truncated_negative_binomial", "poisson")
-#: Means E[K] accepted, (1, 1e6]: E[K] = 1 is a single run (no tuning: compose the run itself;
-#: the truncated laws degenerate there, γ = 1); 1e6 runs is beyond any tuning.
-MEAN_RANGE = (1.0, 1e6)
+#: The laws of the number of runs K (:data:`DISTRIBUTIONS`, "geometric" fixes η = 1 and
+#: "logarithmic" η = 0) and the means E[K] accepted, (1, 1e6] (:data:`MEAN_RANGE`): declared in
+#: :mod:`dplib.selection._params`.
+_EVENT = InstanceOf(DpEvent, "a DpEvent (one training run)", bad=(None, 1.0, "gauss"))
 
 
-def _check_eta(eta: object) -> float:
-    return check_real("eta", eta, low=-1.0, high=1e3)
-
-
+@constrained(eta=ETA, gamma=GAMMA)
 def tnb_mean(eta: float, gamma: float) -> float:
     """E[K] of the truncated negative binomial D_{η,γ} (Papernot & Steinke 2022, §3):
     η(1−γ)/(γ(1−γ^η)) for η ≠ 0, (1/γ − 1)/log(1/γ) for η = 0."""
-    e = _check_eta(eta)
-    g = check_real("gamma", gamma, low=0.0, high=1.0)
+    e, g = eta, gamma
     if e == 0.0:
         return (1.0 / g - 1.0) / math.log(1.0 / g)
     return e * (1.0 - g) / (g * -math.expm1(e * math.log(g)))
 
 
+@constrained(eta=ETA, mean=MEAN)
 def tnb_gamma(eta: float, mean: float) -> float:
     """The γ ∈ (0, 1) at which D_{η,γ} has mean ``mean`` > 1 (E[K] decreases from ∞ to 1 as γ
     goes from 0 to 1; solved by Brent's method to 1e-14 relative)."""
-    e = _check_eta(eta)
-    m = check_real("mean", mean, low=MEAN_RANGE[0], high=MEAN_RANGE[1], high_open=False)
+    e, m = eta, mean
     if e == 1.0:
         return 1.0 / m
     lo, hi = 1e-300, 1.0 - 1e-12
@@ -81,20 +79,20 @@ def tnb_gamma(eta: float, mean: float) -> float:
     return brentq(lambda g: tnb_mean(e, g) - m, lo, hi, xtol=1e-300, rtol=1e-14, maxiter=500)
 
 
-def _law(distribution: object, mean: object, eta: object) -> tuple[str, float, float, float]:
-    """(name, η, γ, μ) of a validated law; γ = nan for Poisson, μ = E[K]."""
-    d = check_choice("distribution", distribution, DISTRIBUTIONS)
-    m = check_real("mean", mean, low=MEAN_RANGE[0], high=MEAN_RANGE[1], high_open=False)
+def _law(d: str, m: float, eta: float | None) -> tuple[str, float, float, float]:
+    """(name, η, γ, μ) of a law whose distribution ``d``, mean ``m`` and η are each checked
+    (declared); the relation of η to the name is checked here. γ = nan for Poisson, μ = E[K]."""
     if d == "poisson":
         return d, math.nan, math.nan, m
     e = {"geometric": 1.0, "logarithmic": 0.0}.get(d)
     if e is None:
-        e = _check_eta(eta)
-    elif eta is not None and _check_eta(eta) != e:
+        e = ETA.check("eta", eta)
+    elif eta is not None and eta != e:
         raise ValueError(f"eta must be None or {e:g} for distribution={d!r}, got {shown(eta)}")
     return d, e, tnb_gamma(e, m), m
 
 
+@constrained(distribution=DISTRIBUTION, mean=MEAN, eta=ETA_OR_NONE)
 def num_runs_pmf(k: object, distribution: str, mean: float, *, eta: float | None = None
                  ) -> np.ndarray:
     """P[K = k] for integer k ≥ 0 (array), by the formulas of the module note (log space)."""
@@ -118,14 +116,15 @@ def num_runs_pmf(k: object, distribution: str, mean: float, *, eta: float | None
     return np.where(kk >= 1, np.exp(logp), 0.0)
 
 
+@constrained(distribution=DISTRIBUTION, mean=MEAN, eta=ETA_OR_NONE, size=COUNT,
+             rng=RELEASE_RNG)
 def sample_num_runs(distribution: str, mean: float, *, eta: float | None = None,
                     size: int = 1, rng: np.random.Generator | int | None = None) -> np.ndarray:
     """``size`` draws of the number of runs K (numpy's Poisson / negative-binomial / logseries
     samplers; the truncated negative binomial by rejecting K = 0, the η < 0 case by inverting
     the CDF). ``rng``: Generator or seed; ``None`` (default) fresh OS entropy."""
     d, e, g, m = _law(distribution, mean, eta)
-    n = check_int("size", size, low=1)
-    gen = release_rng(rng)
+    n, gen = size, make_release_rng(rng)   # None (default): fresh OS entropy
     if d == "poisson":
         return gen.poisson(m, size=n)
     if e == 0.0:
@@ -151,6 +150,7 @@ def _delta_at(orders: np.ndarray, rdp: np.ndarray, eps_hat: np.ndarray) -> np.nd
     return np.minimum(np.exp(np.minimum(log_d.min(axis=1), 0.0)), 1.0)
 
 
+@constrained(orders=ORDERS, distribution=DISTRIBUTION, mean=MEAN, eta=ETA_OR_NONE)
 def tuning_rdp(orders: object, base_rdp: object, distribution: str, mean: float, *,
                eta: float | None = None) -> np.ndarray:
     """RDP ε′(λ) of the best of K runs, at every order of ``orders``, from the RDP ``base_rdp``
@@ -158,8 +158,7 @@ def tuning_rdp(orders: object, base_rdp: object, distribution: str, mean: float,
     binomial family — geometric η = 1, logarithmic η = 0 — and Thm 6 for Poisson; formulas in
     the module note). λ̂ of Thm 2 is minimised over ``orders``; δ̂ of Thm 6 comes from
     ``base_rdp`` itself. Orders where the bound is infinite stay infinite."""
-    from ..accounting import check_orders
-    alpha = check_orders(orders)
+    alpha = orders
     r = np.atleast_1d(np.asarray(base_rdp, dtype=float)) if not isinstance(base_rdp, str) \
         else np.array([np.nan])
     if r.shape != alpha.shape or np.isnan(r).any() or (r < 0).any():
@@ -176,6 +175,7 @@ def tuning_rdp(orders: object, base_rdp: object, distribution: str, mean: float,
 
 
 @dataclass(frozen=True, eq=True)
+@constrained(event=_EVENT, distribution=DISTRIBUTION, mean=MEAN, eta=ETA_OR_NONE)
 class TunedRuns(RDPCurveEvent):
     """Accounting event: the best of K independent runs of ``event``, K random with law
     ``distribution`` ∈ :data:`DISTRIBUTIONS` of mean ``mean`` (``eta`` for the truncated
@@ -192,13 +192,12 @@ class TunedRuns(RDPCurveEvent):
     mean: float
     eta: float | None = None
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.event, DpEvent):
-            raise ValueError(f"event must be a DpEvent (one training run), got {shown(self.event)}")
+    def __post_init__(self) -> None:     # each field declared (checked before); the law here
         d, e, _, m = _law(self.distribution, self.mean, self.eta)
         object.__setattr__(self, "mean", m)
         object.__setattr__(self, "eta", None if d == "poisson" else e)
 
+    @unconstrained("the curve the Rényi accountant asks for at its checked orders")
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
         acc = RDPAccountant(orders=orders, neighboring=neighboring).compose(self.event)
         return tuning_rdp(acc.orders, acc.rdp, self.distribution, self.mean, eta=self.eta)
@@ -210,6 +209,8 @@ class TunedRuns(RDPCurveEvent):
         return f"TunedRuns({self.event!r}, {law}, E[K]={self.mean:g})"
 
 
+@constrained(noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE, num_steps=COUNT,
+             num_candidates=COUNT, delta=DELTA, distribution=DISTRIBUTION, eta=ETA_OR_NONE)
 def tuned_dpsgd_epsilon(noise_multiplier: float, sample_rate: float, num_steps: int,
                         num_candidates: int, delta: float, *, distribution: str = "geometric",
                         eta: float | None = None) -> dict:
@@ -224,9 +225,7 @@ def tuned_dpsgd_epsilon(noise_multiplier: float, sample_rate: float, num_steps: 
       ``distribution`` (:class:`TunedRuns`, Papernot & Steinke 2022): the honest ε of private
       tuning.
     """
-    from ..accounting import check_delta
-    k = check_int("num_candidates", num_candidates, low=1)
-    dlt = check_delta(delta)
+    k, dlt = num_candidates, delta
     run = dpsgd_event(noise_multiplier, sample_rate, num_steps)
     one = RDPAccountant().compose(run).get_epsilon(dlt)
     composed = RDPAccountant().compose(run, k).get_epsilon(dlt)
@@ -236,16 +235,15 @@ def tuned_dpsgd_epsilon(noise_multiplier: float, sample_rate: float, num_steps: 
     return {"reported": one, "composed": composed, "tuned": tuned}
 
 
+@constrained(event=_EVENT, delta=DELTA, distribution=DISTRIBUTION, eta=ETA_OR_NONE)
 def tuned_epsilons(event: DpEvent, means: object, delta: float, *,
                    distribution: str = "geometric", eta: float | None = None) -> np.ndarray:
     """ε at ``delta`` of the best of K runs of ``event`` for each mean E[K] in ``means`` (each
     > 1): :class:`TunedRuns` composed alone in an :class:`~dplib.accounting.RDPAccountant`, with
     the one-run curve computed once (for sliders and curves: ~1 ms per mean). Same numbers as
     ``RDPAccountant().compose(TunedRuns(event, distribution, m, eta)).get_epsilon(delta)``."""
-    from ..accounting import check_delta, rdp_to_epsilon
-    if not isinstance(event, DpEvent):
-        raise ValueError(f"event must be a DpEvent (one training run), got {shown(event)}")
-    d = check_delta(delta)
+    from ..accounting import rdp_to_epsilon
+    d = delta
     try:
         ms = np.atleast_1d(np.asarray(means, dtype=float))
     except (TypeError, ValueError):

@@ -35,7 +35,6 @@ NOT_MIGRATED = (
     "dplib.mechanisms",
     "dplib.reporting",
     "dplib.samplers",
-    "dplib.selection",
     "dplib.synthetic",
     "dplib.training",
     "dplib.user_data",
