@@ -32,7 +32,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, stack_module_state, vmap
 
-from .._validate import check_int, check_positive, shown
+from .._constraints import Integer, constrained, same_as, unconstrained
+from .._validate import shown
+from ._params import COUNT, LOSS_FN, POSITIVE, optional
+from .config import RunConfig
 
 from typing import TYPE_CHECKING
 
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["BatchedModels", "train_models_batched", "train_models_sequential", "check_masks"]
 
 
+@unconstrained("a validator: raising ValueError on bad input is all it does (masks against the "
+               "numbers of models and examples: a relation)")
 def check_masks(masks, n_models: int, n_examples: int) -> np.ndarray:
     arr = np.asarray(masks.cpu() if hasattr(masks, "cpu") else masks)
     if arr.dtype != bool:
@@ -74,6 +79,7 @@ def _model_seeds(seeds: Sequence[int] | None, M: int) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 
 @dataclass
+@unconstrained("a result record, built by train_models_batched from its checked run")
 class BatchedModels:
     """M models of one architecture, their parameters stacked along dimension 0.
 
@@ -95,6 +101,8 @@ class BatchedModels:
     max_grad_norm: float
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
+    @unconstrained("forwards the public facts to dplib.reporting.privacy_report, which checks "
+                   "them")
     def privacy_report(self, **public_facts: object) -> "PrivacyReport":
         """This stack's's complete privacy statement, read from the run:
         :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
@@ -109,10 +117,11 @@ class BatchedModels:
         return copy.deepcopy(self.template).to("meta")
 
     @torch.no_grad()
+    @constrained(batch_size=COUNT)
     def logits(self, X, *, batch_size: int = 4096, models: Sequence[int] | None = None
                ) -> torch.Tensor:
         """Outputs of every model (or of ``models``) on ``X``: a CPU tensor ``[M, N, C]``."""
-        bs = check_int("batch_size", batch_size)
+        bs = batch_size
         x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X)
         if x.is_floating_point():
             x = x.float()
@@ -128,9 +137,9 @@ class BatchedModels:
         outs = [f(p, b, x[i:i + bs].to(self.device)).cpu() for i in range(0, x.shape[0], bs)]
         return torch.cat(outs, dim=1)
 
+    @constrained(i=Integer(min=0))
     def model(self, i: int) -> nn.Module:
         """Model ``i`` as an ordinary ``nn.Module`` (a copy, on the CPU)."""
-        i = check_int("i", i, low=0)
         if i >= self.num_models:
             raise ValueError(f"i must be in [0, {self.num_models - 1}], got {i}")
         m = copy.deepcopy(self.template).cpu()
@@ -219,6 +228,10 @@ def _privacy_setup(cfg):
     return sigma, eps
 
 
+@constrained(**same_as(RunConfig, "sample_rate", "lr", "epochs", "steps", "noise_multiplier",
+                       "target_epsilon", "max_grad_norm", "delta", "optimizer", "momentum",
+                       "weight_decay", "betas", "accountant"),
+             chunk_size=optional(COUNT), expected_batch_size=optional(POSITIVE), loss_fn=LOSS_FN)
 def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rate: float,
                          lr: float, epochs: float | None = None, steps: int | None = None,
                          noise_multiplier: float | None = None,
@@ -271,8 +284,6 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     seeds = _model_seeds(seeds, M)
     if len(seeds) != M:
         raise ValueError(f"seeds must have one entry per model ({M}), got {len(seeds)}")
-    if chunk_size is not None:
-        chunk_size = check_int("chunk_size", chunk_size)
     sigma, eps = _privacy_setup(cfg)
     template = copy.deepcopy(models[0]).cpu()
     loss = _default_loss if loss_fn is None else loss_fn
@@ -297,8 +308,7 @@ def train_models_batched(models: Sequence[nn.Module], X, y, masks, *, sample_rat
     if expected_batch_size is None:        # q·n_m: each model's data-set size taken as public
         denom = torch.as_tensor(q * n_m, dtype=torch.float32, device=dev)
     else:
-        denom = torch.full((M,), check_positive("expected_batch_size", expected_batch_size),
-                           dtype=torch.float32, device=dev)
+        denom = torch.full((M,), expected_batch_size, dtype=torch.float32, device=dev)
     gens = [torch.Generator(device="cpu").manual_seed(s) for s in seeds]
 
     def one_loss(p, b, xi, yi):
@@ -471,6 +481,8 @@ def _update(p, g, st, optimizer, lr, mom, wd, betas, step):
     p.addcdiv_(st["m"], denom, value=-lr / bc1)
 
 
+@unconstrained("forwards train_kwargs to train, which declares them; models, masks and seeds are "
+               "checked in the body against each other (relations)")
 def train_models_sequential(models: Sequence[nn.Module], X, y, masks, *,
                             seeds: Sequence[int] | None = None, device=None,
                             **train_kwargs) -> BatchedModels:

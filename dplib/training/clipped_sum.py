@@ -43,6 +43,7 @@ from torch import nn
 from .ghost import check_ghost_supported, ghost_clipped_grad_sum
 from .grads import (check_batch, check_max_grad_norm, clip_factors, clipped_grad_sum,
                     per_example_grads)
+from .._constraints import unconstrained
 from .._validate import shown
 
 __all__ = ["private_clipped_sum", "exact_clipped_sum", "private_per_example_grads",
@@ -61,6 +62,8 @@ def _same_dict(v: dict, saved: dict) -> bool:
         and list(v) == list(saved)          # keys: identical or equal (list == tries `is` first)
 
 
+@unconstrained("an internal record of a model's state, taken by the clipped-sum stage and the "
+               "trainers from the model they were given")
 class StateSnapshot:
     """What a forward pass could write in a model, to tell whether it wrote (:meth:`changed`)
     and to undo it (:meth:`restore`): every parameter's and buffer's values, version counter,
@@ -254,6 +257,9 @@ def _each_example(model, loss_fn, x, y, snap):
             yield grads, loss
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by private_clipped_sum "
+               "(the exact fallback) with the run's checked C and batch (no check per step); it "
+               "keeps its own checks of the tensors")
 def exact_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
                       max_norm: float, snapshot: StateSnapshot | None = None
                       ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
@@ -296,6 +302,9 @@ def _fresh(model: nn.Module, snapshot: StateSnapshot | None) -> StateSnapshot:
     return snapshot
 
 
+@unconstrained("called every step by the gradient-encoding trainer with its batch; its "
+               "parameters are a model, a loss and a batch's tensors, checked in the body (batch "
+               "tensors are not declared: module docstring)")
 def private_per_example_grads(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                               y: torch.Tensor, *, snapshot: StateSnapshot | None = None
                               ) -> dict[str, torch.Tensor]:
@@ -322,6 +331,9 @@ def private_per_example_grads(model: nn.Module, loss_fn: Callable, x: torch.Tens
             for k, v in rows.items()}
 
 
+@unconstrained("the private sum of every step of train (declared caller: RunConfig), called with "
+               "the run's checked C, ghost and chunk size and the sampled batch; it keeps its "
+               "own checks (module docstring: never refuses a batch mid-run)")
 def private_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
                         max_norm: float, *, ghost: bool = False, chunk_size: int | None = None,
                         snapshot: StateSnapshot | None = None

@@ -19,11 +19,12 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from .._validate import (check_choice, check_int, check_positive, check_probability, check_real,
-                         shown)
-from ..accounting import (BandedMatrixMechanismEvent, DpEvent, MatrixMechanismEvent,
-                          accountant_names, calibrate, calibrate_noise, check_delta)
-from .grads import check_max_grad_norm
+from .._constraints import Custom, Flag, Integer, Interval, Options, constrained, unconstrained
+from .._validate import check_int, shown
+from ..accounting import (BandedMatrixMechanismEvent, DpEvent, MatrixMechanismEvent, calibrate,
+                          calibrate_noise)
+from ._params import (ACCOUNTANT, COUNT, DELTA, LR, MAX_GRAD_NORM, NOISE_CORRELATIONS,
+                      NOISE_MULTIPLIER0, NONNEG, POSITIVE, SAMPLE_RATE, SEED, MOMENTUM, optional)
 
 __all__ = ["RunConfig", "steps_for_epochs", "NOISE_SOURCES"]
 
@@ -35,15 +36,33 @@ __all__ = ["RunConfig", "steps_for_epochs", "NOISE_SOURCES"]
 NOISE_SOURCES = ("float", "secure")
 
 
+@constrained(epochs=POSITIVE, sample_rate=SAMPLE_RATE)
 def steps_for_epochs(epochs: float, sample_rate: float) -> int:
     """T = round(epochs / q): an "epoch" of Poisson sampling is 1/q steps (n records seen in
     expectation). At least one step."""
-    e = check_positive("epochs", epochs)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    return max(1, int(round(e / q)))
+    return max(1, int(round(epochs / sample_rate)))
+
+
+def _beta(name: str, value: object) -> tuple[float, float]:
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"betas must be a pair (β1, β2) in [0, 1), got {shown(value)}")
+    return tuple(_BETA.check("betas", b) for b in value)
+
+
+_BETA = Interval(0.0, 1.0, closed="left")
 
 
 @dataclass(frozen=True)
+@constrained(sample_rate=SAMPLE_RATE, lr=LR, max_grad_norm=MAX_GRAD_NORM, delta=DELTA,
+             optimizer=Options("sgd", "adam"), accountant=ACCOUNTANT,
+             noise=Options(*NOISE_SOURCES), momentum=MOMENTUM, weight_decay=NONNEG,
+             betas=Custom(_beta, "a pair (β1, β2) in [0, 1)",
+                          [(0.9,), (0.9, 1.0), (-0.1, 0.9), (0.9, math.nan), "ab", None, 0.9]),
+             steps=optional(COUNT), epochs=optional(POSITIVE),
+             noise_multiplier=optional(NOISE_MULTIPLIER0), target_epsilon=optional(POSITIVE),
+             expected_batch_size=optional(POSITIVE), ghost=Flag(),
+             virtual_batch_size=optional(COUNT), seed=SEED,
+             noise_correlation=Options(*NOISE_CORRELATIONS), bands=optional(COUNT))
 class RunConfig:
     """A private run's settings, validated when built (each bad value: a ``ValueError`` naming
     it). Give the length as ``epochs`` (T = round(epochs/q)) or ``steps``, and the noise as
@@ -80,43 +99,16 @@ class RunConfig:
     bands: int | None = None
 
     def __post_init__(self) -> None:
-        put = lambda k, v: object.__setattr__(self, k, v)   # noqa: E731 - frozen dataclass
-        put("sample_rate", check_probability("sample_rate", self.sample_rate, low_open=True))
-        put("lr", check_positive("lr", self.lr))
-        put("max_grad_norm", check_max_grad_norm(self.max_grad_norm))
-        put("delta", check_delta(self.delta))
-        check_choice("optimizer", self.optimizer, ("sgd", "adam"))
-        check_choice("accountant", self.accountant, accountant_names())
-        check_choice("noise", self.noise, NOISE_SOURCES)
-        put("momentum", check_real("momentum", self.momentum, low=0.0, high=1.0,
-                                   low_open=False))
-        put("weight_decay", check_real("weight_decay", self.weight_decay, low=0.0,
-                                       low_open=False))
-        if (not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2):
-            raise ValueError(f"betas must be a pair (β1, β2) in [0, 1), got {shown(self.betas)}")
-        put("betas", tuple(check_real("betas", b, low=0.0, high=1.0, low_open=False,
-                                      high_open=True) for b in self.betas))
+        # each field alone: its declaration (checked before this runs); here the relations
         if (self.epochs is None) == (self.steps is None):
             raise ValueError(f"give exactly one of epochs and steps, got "
                              f"epochs={shown(self.epochs)}, "
                              f"steps={shown(self.steps)}")
-        if self.steps is not None:
-            put("steps", check_int("steps", self.steps))
-        else:
-            put("epochs", check_positive("epochs", self.epochs))
         self._check_noise()
-        if self.expected_batch_size is not None:
-            put("expected_batch_size", check_positive("expected_batch_size",
-                                                      self.expected_batch_size))
-        if not isinstance(self.ghost, bool):
-            raise ValueError(f"ghost must be True or False, got {shown(self.ghost)}")
-        if self.virtual_batch_size is not None:
-            put("virtual_batch_size", check_int("virtual_batch_size", self.virtual_batch_size))
         self._check_correlation()
 
     def _check_correlation(self) -> None:
-        from .correlated import NOISE_CORRELATIONS, run_groups   # sibling; imports config
-        check_choice("noise_correlation", self.noise_correlation, NOISE_CORRELATIONS)
+        from .correlated import run_groups   # a sibling module that imports this one
         if self.noise_correlation != "banded":
             if self.bands is not None:
                 raise ValueError(f"bands is only for noise_correlation='banded', got "
@@ -137,6 +129,8 @@ class RunConfig:
                              "bounds the sensitivity), got inf")
         run_groups(self.noise_correlation, self.sample_rate, self.num_steps, self.bands)
 
+    @unconstrained("the event builder calibrate calls with its bracketed noise multipliers "
+                   "(RunConfig.sigma)")
     def correlated_event(self, sigma: float) -> DpEvent:
         """The event of a matrix-mechanism run with noise multiplier ``sigma`` (per unit of
         sensitivity): :class:`~dplib.accounting.MatrixMechanismEvent` on cyclic batches, or
@@ -154,14 +148,11 @@ class RunConfig:
                              f"noise_multiplier={shown(self.noise_multiplier)}, "
                              f"target_epsilon={shown(self.target_epsilon)}")
         if self.target_epsilon is not None:
-            object.__setattr__(self, "target_epsilon",
-                               check_positive("target_epsilon", self.target_epsilon))
             if math.isinf(self.max_grad_norm):
                 raise ValueError("target_epsilon needs a finite max_grad_norm (clipping bounds "
                                  "the sensitivity), got max_grad_norm=inf")
             return
-        sigma = check_real("noise_multiplier", self.noise_multiplier, low=0.0, low_open=False)
-        object.__setattr__(self, "noise_multiplier", sigma)
+        sigma = self.noise_multiplier
         if math.isinf(self.max_grad_norm) and sigma > 0:
             raise ValueError(f"max_grad_norm=inf (no clipping) allows only noise_multiplier=0 "
                              f"(non-private training), got noise_multiplier={sigma:g}; noise "
@@ -183,16 +174,20 @@ class RunConfig:
         return calibrate_noise(self.target_epsilon, self.delta, self.sample_rate,
                                self.num_steps, self.accountant)
 
+    @constrained(n=Integer(min=0))
     def divisor(self, n: int) -> float:
         """The public divisor of the noisy sum: ``expected_batch_size``, or q·n."""
         return self.sample_rate * n if self.expected_batch_size is None \
             else self.expected_batch_size
 
+    @unconstrained("the changed fields are checked by RunConfig's own declarations")
     def replace(self, **changes: object) -> "RunConfig":
         """A copy with ``changes`` (validated again)."""
         return dataclasses.replace(self, **changes)
 
     @classmethod
+    @unconstrained("the trainers' constructor: config is checked in the body (a RunConfig or "
+                   "None, relation with the keyword settings), the settings by RunConfig")
     def build(cls, config: "RunConfig | None", settings: dict) -> "RunConfig":
         """``config``, or a RunConfig from the keyword ``settings`` a trainer was given — not
         both: with ``config``, every keyword setting must be left at its default (None where

@@ -25,23 +25,25 @@ import math
 import numpy as np
 import torch
 
-from .._validate import check_int, check_probability, check_real, shown
+from .._constraints import Flag, InstanceOf, Options, constrained, unconstrained
+from .._validate import check_int, shown
 from ..accounting import BandedMatrixMechanismEvent, DpEvent, MatrixMechanismEvent
 from ..mechanisms import matrix_factorization as mf
 from ..mechanisms.matrix_factorization import (Factorization, banded_factorization, decoder,
                                                momentum_workload, optimal_factorization,
                                                prefix_workload, sqrt_factorization,
                                                tree_factorization)
+from ._params import (COUNT, MAX_GRAD_NORM, MOMENTUM, NOISE_CORRELATIONS, NOISE_MULTIPLIER0,
+                      POSITIVE, RATE_OR_NONE, SAMPLE_RATE, optional)
 from .engine import gaussian_noise
-from .grads import check_max_grad_norm
 
 __all__ = ["MatrixPrivatizer", "cyclic_batches", "run_factorization", "run_groups",
            "NOISE_CORRELATIONS"]
 
-#: The privatizers' noise correlations: "independent" (DP-SGD) and the matrix mechanisms.
-NOISE_CORRELATIONS = ("independent", "tree", "sqrt", "optimal", "banded")
+_GENERATOR = InstanceOf(np.random.Generator, "a numpy Generator", bad=(None, 0, "seed"))
 
 
+@constrained(n=COUNT, groups=COUNT, num_steps=COUNT, group_rate=SAMPLE_RATE, rng=_GENERATOR)
 def cyclic_batches(n: int, groups: int, num_steps: int, group_rate: float,
                    rng: np.random.Generator) -> list[np.ndarray]:
     """``num_steps`` batches of record indices: a permutation of the n records (from ``rng``)
@@ -52,29 +54,25 @@ def cyclic_batches(n: int, groups: int, num_steps: int, group_rate: float,
     (mod G) only: at most ⌈T/G⌉ participations, G apart. Adding a record changes the split of
     the others, so the runs built on these batches are accounted under zero-out adjacency (see
     :class:`dplib.accounting.MatrixMechanismEvent`), not add/remove."""
-    n = check_int("n", n)
-    g = check_int("groups", groups)
+    g, T, rate = groups, num_steps, group_rate
     if g > n:
         raise ValueError(f"groups must be in [1, n={n}] (each group needs a record), got {g}")
-    T = check_int("num_steps", num_steps)
-    rate = check_probability("group_rate", group_rate, low_open=True)
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy Generator, got {shown(rng)}")
     parts = [np.sort(p) for p in np.array_split(rng.permutation(n), g)]
     if rate == 1.0:
         return [parts[t % g] for t in range(T)]
     return [parts[t % g][rng.random(parts[t % g].size) < rate] for t in range(T)]
 
 
+@constrained(noise_correlation=Options(*NOISE_CORRELATIONS), sample_rate=SAMPLE_RATE,
+             num_steps=COUNT, bands=optional(COUNT))
 def run_groups(noise_correlation: str, sample_rate: float, num_steps: int,
                bands: int | None) -> tuple[int, float]:
     """(G, group rate) of a run's cyclic batches: "banded": G = ``bands``, each group Poisson
     sampled at q·b (expected batch q·N, as DP-SGD's); otherwise G = round(1/q) (at most T), whole
     groups. ValueError when q·b > 1."""
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    T = check_int("num_steps", num_steps)
+    q, T = sample_rate, num_steps
     if noise_correlation == "banded":
-        b = check_int("bands", bands)
+        b = check_int("bands", bands)          # required with "banded" (None declared for others)
         if q * b > 1.0:
             raise ValueError(f"bands must be at most 1/sample_rate = {1 / q:g} (each of the b "
                              f"groups is sampled at rate sample_rate·bands ≤ 1), got {b}")
@@ -82,14 +80,15 @@ def run_groups(noise_correlation: str, sample_rate: float, num_steps: int,
     return max(1, min(T, int(round(1 / q)))), 1.0
 
 
+@constrained(noise_correlation=Options(*NOISE_CORRELATIONS[1:]), num_steps=COUNT,
+             momentum=MOMENTUM, bands=optional(COUNT))
 def run_factorization(noise_correlation: str, num_steps: int, *, momentum: float = 0.0,
                       bands: int | None = None) -> Factorization:
     """The factorisation a run uses: "tree" (standard estimator: online), "sqrt" (for prefix
     sums), "optimal" and "banded" optimised for the run's workload — prefix sums, or
     :func:`~dplib.mechanisms.matrix_factorization.momentum_workload` when ``momentum`` > 0
     (Denisov et al. 2022, Sec. 5: momentum changes the workload, not the mechanism)."""
-    T = check_int("num_steps", num_steps)
-    beta = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
+    T, beta = num_steps, momentum
     A = momentum_workload(T, beta) if beta > 0 else prefix_workload(T)
     if noise_correlation == "tree":
         return tree_factorization(T)
@@ -99,8 +98,7 @@ def run_factorization(noise_correlation: str, num_steps: int, *, momentum: float
         return optimal_factorization(A)
     if noise_correlation == "banded":
         return banded_factorization(A, check_int("bands", bands))
-    raise ValueError(f"noise_correlation must be one of {list(NOISE_CORRELATIONS[1:])}, got "
-                     f"{shown(noise_correlation)}")
+    raise AssertionError(noise_correlation)      # unreachable: the declaration refused it
 
 
 class MatrixPrivatizer:
@@ -122,29 +120,26 @@ class MatrixPrivatizer:
 
     per_step_events = False
 
+    @constrained(factorization=InstanceOf(Factorization, "a Factorization"),
+                 noise_multiplier=NOISE_MULTIPLIER0, max_grad_norm=MAX_GRAD_NORM,
+                 sensitivity=optional(POSITIVE), bands=optional(COUNT), group_rate=RATE_OR_NONE,
+                 record=Flag())
     def __init__(self, factorization: Factorization, noise_multiplier: float,
                  max_grad_norm: float, *, sensitivity: float | None = None,
                  bands: int | None = None, group_rate: float | None = None,
                  record: bool = False) -> None:
-        if not isinstance(factorization, Factorization):
-            raise ValueError(f"factorization must be a Factorization, got "
-                             f"{shown(factorization)}"[:300])
         self.factorization = factorization
-        self.noise_multiplier = check_real("noise_multiplier", noise_multiplier, low=0.0,
-                                           low_open=False)
-        self.max_grad_norm = check_max_grad_norm(max_grad_norm)
+        self.noise_multiplier = noise_multiplier
+        self.max_grad_norm = max_grad_norm
         if math.isinf(self.max_grad_norm):
             raise ValueError("max_grad_norm must be finite for a matrix mechanism (clipping bounds "
                              "the sensitivity), got inf")
         sens_1 = mf.sensitivity(factorization.C)
-        self.sensitivity = sens_1 if sensitivity is None else check_real(
-            "sensitivity", sensitivity, low=0.0)
+        self.sensitivity = sens_1 if sensitivity is None else sensitivity
         if (bands is None) != (group_rate is None):
             raise ValueError(f"give both bands and group_rate (amplified banded MF) or neither, "
                              f"got bands={shown(bands)}, group_rate={shown(group_rate)}")
-        self.bands = None if bands is None else check_int("bands", bands)
-        self.group_rate = None if group_rate is None else check_probability(
-            "group_rate", group_rate, low_open=True)
+        self.bands, self.group_rate = bands, group_rate
         C = factorization.C
         n = factorization.n
         self.square = C.shape[0] == C.shape[1] and not np.any(np.triu(C, 1))
@@ -215,6 +210,8 @@ class MatrixPrivatizer:
                 del self._open[(j, name)]
         return y
 
+    @unconstrained("a step of the engine: called by dpsgd_loop every step with the run's "
+                   "clipped sum and generator (no check per step)")
     def add_noise(self, total: dict[str, torch.Tensor], generator: object
                   ) -> tuple[dict[str, torch.Tensor], dict]:
         """The noisy sum of step t: total + σ·C_clip·sens·(D z)_t, per tensor."""
@@ -228,6 +225,8 @@ class MatrixPrivatizer:
         self.t += 1
         return out, {}
 
+    @unconstrained("called by EpsilonTracker with the run's checked rate and step count "
+                   "(steps is checked in the body)")
     def event(self, sample_rate: float, steps: int) -> DpEvent | None:
         """The run's event (the same for every ``steps`` ≤ n: one mechanism over the whole
         run; for amplified banded MF, ⌈steps/b⌉ participations)."""

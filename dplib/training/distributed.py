@@ -57,7 +57,9 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_choice, check_int, check_positive
+from .._constraints import Custom, Integer, IsCallable, Options, constrained, unconstrained
+from .._validate import check_choice
+from ._params import COUNT, POSITIVE
 from ..device import as_device, release_seed
 from ..samplers import poisson_batches
 from .batched import BatchedModels, check_masks, train_models_batched
@@ -136,7 +138,18 @@ def _broadcast(tensors: dict[str, torch.Tensor], src: int, group: object
     return out
 
 
+def _check_privatizer(name: str, value: object) -> object:
+    if not (callable(getattr(value, "add_noise", None))
+            and callable(getattr(value, "event", None))):
+        raise ValueError(f"{name} must be a privatizer (add_noise and event), got "
+                         f"{type(value).__name__}")
+    return value
+
+
 @dataclass(frozen=True)
+@constrained(inner=Custom(_check_privatizer, "a privatizer (add_noise and event)",
+                          [None, "noise", object()]),
+             src=Integer(min=0))
 class BroadcastPrivatizer:
     """A privatizer whose noise is drawn once, on rank ``src``, and broadcast.
 
@@ -152,15 +165,12 @@ class BroadcastPrivatizer:
     group: object = None
 
     def __post_init__(self) -> None:
-        if not (callable(getattr(self.inner, "add_noise", None))
-                and callable(getattr(self.inner, "event", None))):
-            raise ValueError(f"inner must be a privatizer (add_noise and event), got "
-                             f"{type(self.inner).__name__}")
         world = _world(self.group)[1]
-        check_int("src", self.src, low=0)
         if self.src >= world:
             raise ValueError(f"src must be a rank in [0, {world - 1}], got {self.src}")
 
+    @unconstrained("a step of the engine: called by dpsgd_loop every step with the run's clipped "
+                   "sum and generator (no check per step)")
     def add_noise(self, total: dict[str, torch.Tensor], generator: object
                   ) -> tuple[dict[str, torch.Tensor], dict]:
         """The noisy sum drawn on rank ``src``, the same tensors on every rank."""
@@ -170,6 +180,8 @@ class BroadcastPrivatizer:
         noisy = self.inner.add_noise(total, generator)[0] if rank == self.src else total
         return _broadcast(noisy, self.src, self.group), {}
 
+    @unconstrained("called by EpsilonTracker with the run's checked rate and step count (inner's "
+                   "event checks them)")
     def event(self, sample_rate: float, steps: int) -> object:
         """``inner``'s event: the global rate q and step count, whatever the world size."""
         return self.inner.event(sample_rate, steps)
@@ -183,6 +195,9 @@ def _shard_size(shard: object, rank: int) -> None:
                          "(more ranks than records, or a wrong split of the data)")
 
 
+@unconstrained("its settings are checked in the body inside the all-gather of every rank's "
+               "settings (a declaration raising on one rank alone would leave the others waiting "
+               "at the collective); RunConfig checks them there")
 def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr: float,
                       epochs: float | None = None, steps: int | None = None,
                       noise_multiplier: float | None = None,
@@ -316,6 +331,9 @@ def train_distributed(model: nn.Module, shard: object, *, sample_rate: float, lr
                        max_grad_norm=c, not_private=diagnostics, seed=seed)
 
 
+@unconstrained("its settings are checked in the body inside the all-gather of every rank's "
+               "settings (a declaration raising on one rank alone would leave the others waiting "
+               "at the collective); RunConfig checks them there")
 def train_models_distributed(models: Sequence[nn.Module], X: object, y: object, masks: object,
                              *, seeds: Sequence[int] | None = None, group: object = None,
                              **train_kwargs: Any) -> BatchedModels:
@@ -406,6 +424,8 @@ def _spawned(rank: int, world: int, port: int, backend: str, threads: int, timeo
     torch.save(out, os.path.join(folder, f"{rank}.pt"))
 
 
+@constrained(fn=IsCallable("a callable"), world_size=COUNT, timeout=POSITIVE,
+             backend=Options("gloo", "nccl"), threads=COUNT)
 def launch(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0,
            backend: str = "gloo", threads: int = 1) -> list:
     """Run ``fn(*args)`` on ``world_size`` new local processes joined in one process group
@@ -416,12 +436,7 @@ def launch(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0,
     raises, every rank's error is re-raised here, as a ValueError when all of them are
     ValueErrors. After ``timeout`` seconds (also each collective's timeout) the processes are
     killed and TimeoutError is raised: a hang fails, it does not block."""
-    world = check_int("world_size", world_size, low=1)
-    limit = check_positive("timeout", timeout)
-    check_choice("backend", backend, ("gloo", "nccl"))
-    threads = check_int("threads", threads, low=1)
-    if not callable(fn):
-        raise ValueError(f"fn must be a callable, got {type(fn).__name__}")
+    world, limit = world_size, timeout
     with tempfile.TemporaryDirectory() as folder:
         ctx = torch.multiprocessing.spawn(
             _spawned, args=(world, _free_port(), backend, threads, limit, folder, fn, args),

@@ -25,26 +25,34 @@ from typing import Callable, Iterable, Protocol
 import numpy as np
 import torch
 
-from .._validate import check_choice, check_int, check_real
+from .._constraints import Options, constrained, unconstrained
+from .._validate import check_int
 from ..mechanisms.secure_noise import secure_add_noise, secure_noise_multiplier
 from ..device import release_generator
 from ..accounting import DpEvent, dpsgd_event, make_accountant
+from ._params import COUNT, MAX_GRAD_NORM, NOISE_MULTIPLIER0, NONNEG, optional
 
 __all__ = ["Privatizer", "GaussianPrivatizer", "dpsgd_loop", "EpsilonTracker", "batch_sizes",
            "gaussian_noise"]
 
 
+@unconstrained("a typing.Protocol: states the methods a privatizer has, no code")
 class Privatizer(Protocol):
     """What the engine needs from a privatizer: noise on a private sum, and the event it is."""
 
+    @unconstrained("a typing.Protocol's method: each privatizer declares its own")
     def add_noise(self, total: dict[str, torch.Tensor], generator: object
                   ) -> tuple[dict[str, torch.Tensor], dict]:
         """The noisy sum (and diagnostics computed from it)."""
 
+    @unconstrained("a typing.Protocol's method: each privatizer declares its own")
     def event(self, sample_rate: float, steps: int) -> DpEvent | None:
         """The event ``steps`` steps at rate q are (None: not private)."""
 
 
+@unconstrained("a step of the privatizers: called every step, per tensor, with the shape, "
+               "dtype and device of the run's clipped sum (no check per step; a list of "
+               "generators is checked against the stack in the body)")
 def gaussian_noise(shape: tuple, generator: object, dtype: torch.dtype,
                    device: torch.device) -> torch.Tensor:
     """N(0, 1) of ``shape`` from ``generator`` — a ``torch.Generator``, or a list of them (one per
@@ -68,6 +76,8 @@ def gaussian_noise(shape: tuple, generator: object, dtype: torch.dtype,
 
 
 @dataclass(frozen=True)
+@constrained(noise_multiplier=NOISE_MULTIPLIER0, max_grad_norm=MAX_GRAD_NORM, noise_scale=NONNEG,
+             source=Options("float", "secure"), numel=optional(COUNT))
 class GaussianPrivatizer:
     """N(0, σ²C²·I) on a sum of per-example gradients clipped to norm C = ``max_grad_norm``
     (σ = ``noise_multiplier``; σ = 0 is non-private training, ε = ∞). ``source``: "float"
@@ -91,14 +101,8 @@ class GaussianPrivatizer:
     numel: int | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", check_real(
-            "noise_multiplier", self.noise_multiplier, low=0.0, low_open=False))
-        object.__setattr__(self, "max_grad_norm", check_real(
-            "max_grad_norm", self.max_grad_norm, low=0.0, high=math.inf, high_open=False))
-        object.__setattr__(self, "noise_scale", check_real(
-            "noise_scale", self.noise_scale, low=0.0, low_open=False))
-        check_choice("source", self.source, ("float", "secure"))
-        if self.source == "secure":
+        # each field alone: its declaration; here the relations
+        if self.source == "secure":      # numel is required with "secure"
             object.__setattr__(self, "numel", check_int("numel", self.numel))
         if math.isinf(self.max_grad_norm) and self.noise_multiplier > 0:
             raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got "
@@ -110,6 +114,8 @@ class GaussianPrivatizer:
         return self.noise_multiplier * self.max_grad_norm * self.noise_scale \
             if self.noise_multiplier > 0 else 0.0
 
+    @unconstrained("a step of the engine: called by dpsgd_loop every step with the run's "
+                   "clipped sum and generator (no check per step)")
     def add_noise(self, total: dict[str, torch.Tensor], generator: object
                   ) -> tuple[dict[str, torch.Tensor], dict]:
         if self.std == 0.0:
@@ -122,6 +128,8 @@ class GaussianPrivatizer:
             out[k] = torch.add(g, z, alpha=self.std, out=z)
         return out, {}
 
+    @unconstrained("called by EpsilonTracker with the run's checked rate and step count; "
+                   "dpsgd_event checks both")
     def event(self, sample_rate: float, steps: int) -> DpEvent | None:
         if self.noise_multiplier == 0:
             return None
@@ -137,6 +145,8 @@ def _scaled(g: torch.Tensor, denom: float | torch.Tensor) -> torch.Tensor:
     return g / denom
 
 
+@unconstrained("the loop of train/train_encoded/the batched trainer, called with the stages "
+               "they built from their checked settings")
 def dpsgd_loop(batches: Iterable, private_sum: Callable[[object], tuple[dict, dict]],
                privatizer: Privatizer, generator: object, denom: float | torch.Tensor,
                update: Callable[[dict, int], None],
@@ -159,6 +169,8 @@ def dpsgd_loop(batches: Iterable, private_sum: Callable[[object], tuple[dict, di
                 on_step(t, {**info, **extra})
 
 
+@unconstrained("built by train/train_encoded/the batched trainer from their checked settings "
+               "(the accountant refuses an event it cannot bound, before training)")
 class EpsilonTracker:
     """ε after t of the run's T steps, from the privatizer's event and an accountant.
 
@@ -187,6 +199,7 @@ class EpsilonTracker:
     def private(self) -> bool:
         return self._one is not None
 
+    @unconstrained("called by the trainers' on_step with the step counter t")
     def at(self, t: int) -> float:
         """ε after t steps (∞ for a non-private run)."""
         if not self.private:
@@ -207,6 +220,7 @@ class EpsilonTracker:
         return self.accountant.get_epsilon(self.delta)
 
 
+@unconstrained("a diagnostic of the batches poisson_batches or cyclic_batches drew")
 def batch_sizes(batches: list[np.ndarray]) -> np.ndarray:
     """The realised size of every batch (a diagnostic, not covered by ε)."""
     return np.array([b.size for b in batches])

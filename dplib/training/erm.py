@@ -20,7 +20,9 @@ import math
 
 import numpy as np
 
-from .._validate import as_generator, check_finite_array, check_int, check_positive, check_real
+from .._constraints import Options, constrained, unconstrained
+from .._validate import as_generator, check_finite_array, check_real
+from ._params import COUNT, DELTA, NONNEG, POSITIVE, RADIUS, RELEASE_RNG, RNG, optional
 from ..device import release_seed
 from .._validate import shown
 
@@ -78,16 +80,17 @@ def _check_w(w: object, d: int, name: str = "w") -> np.ndarray:
     return w
 
 
+_FORM = Options("derived", "razaviyayn", "gdp")
+
+
+@constrained(n=COUNT, d=COUNT, weight_norm=POSITIVE, rng=RNG)
 def synthetic_logistic(n: int, d: int, *, weight_norm: float = 4.0,
                        rng: np.random.Generator | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A logistic-regression population: directions uniform on the sphere, norms uniform in
     [0.5, 1] (so ‖x‖ ≤ 1), labels y ~ Bernoulli(sigmoid(w₀ᵀx)) for a fixed random w₀ of norm
     ``weight_norm``. The labels are noisy, so the empirical risk has a finite minimiser (near w₀
     for large n). Returns (X [n, d], y [n], w₀)."""
-    n = check_int("n", n)
-    d = check_int("d", d)
-    r = check_positive("weight_norm", weight_norm)
-    gen = as_generator(rng)
+    r, gen = weight_norm, rng
     w0 = gen.normal(size=d)
     w0 *= r / np.linalg.norm(w0)
     X = gen.normal(size=(n, d))
@@ -96,6 +99,8 @@ def synthetic_logistic(n: int, d: int, *, weight_norm: float = 4.0,
     return X, y, w0
 
 
+@unconstrained("its parameters are arrays whose shapes must agree (w of length d, X of n rows "
+               "and d columns, y of n labels): relations, checked in the body")
 def logistic_loss(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     """(1/n) Σ_i log(1 + exp(wᵀx_i)) − y_i wᵀx_i (computed stably with logaddexp).
     X: finite [n, d] (any norm here), y: n binary labels, w: finite [d]."""
@@ -105,6 +110,8 @@ def logistic_loss(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.logaddexp(0.0, z) - y * z))
 
 
+@unconstrained("its parameters are arrays whose shapes must agree (w of length d, X of n rows "
+               "and d columns, y of n labels): relations, checked in the body")
 def logistic_grad(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Gradient of :func:`logistic_loss`: (1/n) Σ_i (sigmoid(wᵀx_i) − y_i) x_i."""
     X, y = _check_xy(X, y, bounded=False)
@@ -123,20 +130,20 @@ def _project(w: np.ndarray, radius: float) -> np.ndarray:
     return w if norm <= radius else w * (radius / norm)
 
 
+@constrained(lam=NONNEG, radius=RADIUS, steps=COUNT)
 def fit_logistic(X: object, y: object, *, lam: float = 0.0, radius: float = math.inf,
                  linear_term: np.ndarray | None = None, steps: int = 1000) -> np.ndarray:
     """argmin over ‖w‖ ≤ radius of (1/n)Σℓ + (λ/2)‖w‖² + bᵀw (b = ``linear_term``), by
     accelerated projected gradient descent (Nesterov/FISTA) with step 1/β, β = ‖X‖²₂/(4n) + λ —
     the non-private reference and the solver inside the perturbation mechanisms."""
     X, y = _check_xy(X, y)
-    lam = check_real("lam", lam, low=0.0, low_open=False)
-    r = check_real("radius", radius, low=0.0, high=math.inf, high_open=False)
+    r = radius
     b = np.zeros(X.shape[1]) if linear_term is None else _check_w(linear_term, X.shape[1],
                                                                   "linear_term")
     beta = np.linalg.norm(X, 2) ** 2 / (4 * X.shape[0]) + lam + 1e-12
     w = v = np.zeros(X.shape[1])
     t = 1.0
-    for _ in range(check_int("steps", steps)):
+    for _ in range(steps):
         g = _logistic_grad(v, X, y) + lam * v + b
         w_new = _project(v - g / beta, r)
         t_new = (1 + math.sqrt(1 + 4 * t * t)) / 2
@@ -145,6 +152,7 @@ def fit_logistic(X: object, y: object, *, lam: float = 0.0, radius: float = math
     return w
 
 
+@constrained(delta=DELTA, steps=COUNT, n=COUNT, lipschitz=POSITIVE, form=_FORM)
 def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: float = 1.0, *,
                form: str = "derived") -> float:
     """Noise std σ per coordinate, added to the average gradient at each of T steps of DP-GD, so
@@ -173,13 +181,9 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
     1/μ is the analytic Gaussian σ of (ε, δ) (Balle & Wang 2018): σ = Δ√T·σ_analytic(ε, δ). Valid
     for every ε > 0, and several times smaller than the advanced-composition σ.
     """
-    if form not in ("derived", "razaviyayn", "gdp"):
-        raise ValueError(f"form must be 'derived', 'razaviyayn' or 'gdp', got {shown(form)}")
+    # epsilon's range depends on form (a relation): checked here
     eps = check_real("epsilon", epsilon, low=0.0, high=math.inf if form == "gdp" else 1.0)
-    d = check_real("delta", delta, low=0.0, high=1.0)
-    T = check_int("steps", steps)
-    n = check_int("n", n)
-    L = check_positive("lipschitz", lipschitz)
+    d, T, L = delta, steps, lipschitz
     if form == "razaviyayn":
         return 8 * L * math.sqrt(T) / (eps * n) * math.log(1.25 * (T + 1) / d)
     if form == "gdp":
@@ -190,6 +194,7 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
     return (2 * L / n) * math.sqrt(2 * math.log(1.25 / d0)) / eps_step
 
 
+@constrained(d=COUNT, diameter=POSITIVE, lipschitz=POSITIVE, form=_FORM)
 def dpgd_bound(epsilon: float, delta: float, steps: object, n: int, d: int,
                diameter: float, lipschitz: float = 1.0, *,
                form: str = "derived") -> np.ndarray | float:
@@ -199,23 +204,24 @@ def dpgd_bound(epsilon: float, delta: float, steps: object, n: int, d: int,
     T = np.atleast_1d(np.asarray(steps))
     if T.size == 0 or np.any(T < 1) or not np.issubdtype(T.dtype, np.integer):
         raise ValueError(f"steps must be integers >= 1, got {shown(steps)}")
-    d = check_int("d", d)
-    D = check_positive("diameter", diameter)
-    L = check_positive("lipschitz", lipschitz)
+    D, L = diameter, lipschitz
     sig = np.array([dpgd_sigma(epsilon, delta, int(t), n, L, form=form) for t in T])
     out = 2 * D * np.sqrt(L ** 2 + d * sig ** 2) * (2 + np.log(T)) / np.sqrt(T)
     return float(out[0]) if np.ndim(steps) == 0 else out
 
 
+@constrained(max_steps=COUNT, form=_FORM)
 def dpgd_steps(epsilon: float, delta: float, n: int, d: int, *, max_steps: int = 100_000,
                form: str = "derived") -> int:
     """The T in [1, max_steps] that minimises :func:`dpgd_bound` (independent of D and of L up
     to the scale): few steps leave optimisation error, many steps need so much noise per step
     that the noise term dominates. This is the "choose T appropriately" of the DP-GD theorem."""
-    grid = np.unique(np.geomspace(1, check_int("max_steps", max_steps), 200).astype(np.int64))
+    grid = np.unique(np.geomspace(1, max_steps, 200).astype(np.int64))
     return int(grid[np.argmin(dpgd_bound(epsilon, delta, grid, n, d, 1.0, form=form))])
 
 
+@constrained(method=Options("output", "objective"), epsilon=POSITIVE, n=COUNT, d=COUNT,
+             radius=POSITIVE)
 def balanced_lambda(method: str, epsilon: float, delta: float, n: int, d: int,
                     radius: float) -> float:
     """A data-independent regularisation strength λ for the perturbation mechanisms, from
@@ -229,18 +235,17 @@ def balanced_lambda(method: str, epsilon: float, delta: float, n: int, d: int,
       E‖b‖ ≈ 2d/ε: λ = 2√2·d/(εnR) — excess risk of order d/(εn).
     These are simple choices for illustration (constants not optimised), not tuned on data.
     """
-    eps = check_positive("epsilon", epsilon)
-    n = check_int("n", n)
-    d = check_int("d", d)
-    r = check_positive("radius", radius)
-    if method == "output":
+    eps, r = epsilon, radius
+    if method == "output":          # delta is used by "output" only: checked here
         dl = check_real("delta", delta, low=0.0, high=1.0)
         return (2 / r) * math.sqrt(math.sqrt(d) * math.sqrt(2 * math.log(1.25 / dl)) / (n * eps))
     if method == "objective":
         return 2 * math.sqrt(2) * d / (eps * n * r)
-    raise ValueError(f"method must be 'output' or 'objective', got {shown(method)}")
+    raise AssertionError(method)      # unreachable: the declaration refused it
 
 
+@constrained(steps=COUNT, radius=POSITIVE, rng=RELEASE_RNG, lr_scale=optional(POSITIVE),
+             form=_FORM)
 def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps: int,
                    radius: float, rng: np.random.Generator | int | None = None,
                    lr_scale: float | None = None, form: str = "derived") -> np.ndarray:
@@ -261,13 +266,11 @@ def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps:
     :mod:`dplib.mechanisms.discrete`).
     """
     X, y = _check_xy(X, y)
-    T = check_int("steps", steps)
-    r = check_positive("radius", radius)
+    T, r = steps, radius
     gen = _noise_generator(rng)
     n, d = X.shape
     sigma = dpgd_sigma(epsilon, delta, T, n, 1.0, form=form)
-    c = (2 * r / math.sqrt(1.0 + d * sigma ** 2)) if lr_scale is None else \
-        check_positive("lr_scale", lr_scale)
+    c = (2 * r / math.sqrt(1.0 + d * sigma ** 2)) if lr_scale is None else lr_scale
     w = np.zeros(d)
     for t in range(1, T + 1):        # a loop over steps; each step is vectorised over records
         g = _logistic_grad(w, X, y) + gen.normal(0.0, sigma, size=d)
@@ -275,6 +278,7 @@ def dp_gd_logistic(X: object, y: object, *, epsilon: float, delta: float, steps:
     return w
 
 
+@constrained(lam=POSITIVE, epsilon=POSITIVE, rng=RELEASE_RNG)
 def output_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: float,
                                  delta: float,
                                  rng: np.random.Generator | int | None = None) -> np.ndarray:
@@ -297,13 +301,13 @@ def output_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: f
     """
     from ..mechanisms import gaussian_sigma
     X, y = _check_xy(X, y)
-    lam = check_positive("lam", lam)
-    eps = check_positive("epsilon", epsilon)
+    eps = epsilon
     w = fit_logistic(X, y, lam=lam)
     sigma = gaussian_sigma(eps, delta, 2.0 / (X.shape[0] * lam), method="analytic")
     return w + _noise_generator(rng).normal(0.0, sigma, size=w.shape)
 
 
+@constrained(lam=POSITIVE, epsilon=POSITIVE, rng=RELEASE_RNG)
 def objective_perturbation_logistic(X: object, y: object, *, lam: float, epsilon: float,
                                     rng: np.random.Generator | int | None = None) -> np.ndarray:
     """Objective perturbation, ε-DP (Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2, with
@@ -328,8 +332,7 @@ def objective_perturbation_logistic(X: object, y: object, *, lam: float, epsilon
     against the floating-point attack of Mironov 2012.
     """
     X, y = _check_xy(X, y)
-    lam = check_positive("lam", lam)
-    eps = check_positive("epsilon", epsilon)
+    eps = epsilon
     gen = _noise_generator(rng)
     n, d = X.shape
     lam_total, eps_p = _objective_perturbation_parameters(n, lam, eps)
@@ -353,6 +356,7 @@ def _objective_perturbation_parameters(n: int, lam: float, epsilon: float, *,
     return lam + delta_reg, epsilon / 2
 
 
+@constrained(lam=NONNEG)
 def perturbed_median(x: object, b: object, *, lam: float = 0.0) -> np.ndarray:
     """argmin_w (1/n)Σ_i |w − x_i| + (λ/2)·w² + (b/n)·w for each noise value b (vectorised).
 
@@ -371,7 +375,6 @@ def perturbed_median(x: object, b: object, *, lam: float = 0.0) -> np.ndarray:
     """
     xs = np.sort(check_finite_array("x", x).ravel())
     bs = np.asarray(b, dtype=float)
-    lam = check_real("lam", lam, low=0.0, high=math.inf, low_open=False)
     n = xs.size
     if np.any(~np.isfinite(bs)) or (lam == 0 and np.any(np.abs(bs) >= n)):
         raise ValueError(f"b must be finite and, for lam = 0, satisfy |b| < n = {n} (else the "

@@ -45,7 +45,9 @@ from typing import Iterable
 import torch
 from torch import nn
 
-from .._validate import check_choice, check_int, check_positive, shown
+from .._constraints import Custom, Options, constrained, unconstrained
+from .._validate import shown
+from ._params import COUNT, POSITIVE, SEED, optional
 from .ghost_layers import is_hf_conv1d
 
 __all__ = ["MODES", "prepare_finetune", "trainable_parameter_count", "LogitsOnly"]
@@ -63,6 +65,11 @@ def _check_model(model: object) -> nn.Module:
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__} "
                          f"{shown(model)}"[:300])
     return model
+
+
+#: A torch module (the message names its type and value, cut at 300 characters).
+_MODEL = Custom(lambda name, value: _check_model(value), "a torch.nn.Module",
+                [None, 1.0, "model"])
 
 
 def _names(name: str, value: object, *, allowed: Iterable[str] | None = None,
@@ -118,6 +125,8 @@ def _lora_targets(model: nn.Module, exclude: list[str]) -> list[str]:
     return out
 
 
+@constrained(model=_MODEL, mode=Options(*MODES), rank=COUNT, alpha=optional(POSITIVE),
+             seed=SEED)
 def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float | None = None,
                      target_modules: str | list[str] | None = None,
                      head: str | list[str] | None = None, seed: int | None = None) -> nn.Module:
@@ -154,13 +163,6 @@ def prepare_finetune(model: nn.Module, mode: str, *, rank: int = 8, alpha: float
     (GPT-2's output layer shares the token embedding) trains wherever either of its modules is
     chosen; the ghost path refuses tied trainable weights (use ``ghost=False`` there).
     """
-    model = _check_model(model)
-    mode = check_choice("mode", mode, MODES)
-    rank = check_int("rank", rank)
-    if seed is not None:
-        seed = check_int("seed", seed, low=0)
-    if alpha is not None:
-        alpha = check_positive("alpha", alpha)
     modules = dict(model.named_modules())
     heads = _names("head", head, allowed=[n for n in modules if n], what="modules")
     targets = _names("target_modules", target_modules)
@@ -247,10 +249,10 @@ def _init_adapters(model: nn.Module, seed: int | None) -> None:
                 b.copy_(torch.randn(b.shape, generator=gen, dtype=torch.float32))
 
 
+@constrained(model=_MODEL)
 def trainable_parameter_count(model: nn.Module) -> int:
     """The number of trainable scalars (``requires_grad=True``, a tied tensor counted once): the
     dimension of the clipped sum and of the Gaussian noise DP-SGD adds to it."""
-    model = _check_model(model)
     return int(sum(p.numel() for p in model.parameters() if p.requires_grad))
 
 
@@ -268,14 +270,17 @@ class LogitsOnly(nn.Module):
     position ids are one row shared by the whole batch, which the ghost path cannot read as
     per-example rows (a trainable position embedding)."""
 
+    @constrained(model=_MODEL)
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
-        self.model = _check_model(model)
+        self.model = model
         self.hf = hasattr(getattr(model, "config", None), "model_type")
         inner = model.get_base_model() if hasattr(model, "get_base_model") else model
         self.positions = self.hf and "position_ids" in inspect.signature(
             inner.forward).parameters
 
+    @unconstrained("the forward pass, called by the trainers every step with a batch of token "
+                   "ids")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.hf:
             out = self.model(x)

@@ -74,6 +74,7 @@ from torch.autograd.function import BackwardCFunction
 from .ghost_layers import (ClipFactors, is_hf_conv1d, layer_clipped_sum, layer_path,
                            prepare_layer, use_gram)
 from .grads import check_batch, check_max_grad_norm, clip_factors, per_example_losses
+from .._constraints import unconstrained
 from .._validate import shown
 
 __all__ = ["ghost_norms", "ghost_clipped_grad_sum", "ghost_plan", "check_ghost_supported",
@@ -208,6 +209,8 @@ def _refuse_hooks(mods) -> None:
                              "vmap).")
 
 
+@unconstrained("a validator of the model alone (raising ValueError is all it does), run by the "
+               "pre-flight and by private_clipped_sum")
 def check_ghost_supported(model: nn.Module) -> None:
     """Refuse, with a ``ValueError``, a model the ghost path cannot compute whatever the data:
     a trainable parameter outside :data:`GHOST_LAYERS`, an overridden ``forward``, an unsupported
@@ -339,6 +342,8 @@ def _prepare_all(losses, mods, records) -> tuple[list[dict], torch.Tensor]:
     return [states[name] for name, _ in mods], sq[0].sqrt()
 
 
+@unconstrained("its parameters are a model, a loss and a batch's tensors, checked in the body by "
+               "check_batch (batch tensors are not declared: see dplib.training.clipped_sum)")
 def ghost_norms(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                 y: torch.Tensor) -> torch.Tensor:
     """‖∇_θ ℓ(f(x_i), y_i)‖₂ for every example (all trainable parameters together), shape [B],
@@ -349,6 +354,8 @@ def ghost_norms(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     return _prepare_all(losses, mods, records)[1].to(losses.dtype)
 
 
+@unconstrained("its parameters are a model, a loss and a batch's tensors, checked in the body by "
+               "check_batch (batch tensors are not declared: see dplib.training.clipped_sum)")
 def ghost_plan(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                y: torch.Tensor) -> dict[str, str]:
     """For each trainable layer (by module name), how the ghost path computes its per-example
@@ -364,6 +371,9 @@ def ghost_plan(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     return {name: layer_path(m, records[name]["shape"]) for name, m in mods}
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by private_clipped_sum "
+               "(the ghost path) with the run's checked C and batch (no check per step); it "
+               "keeps its own checks of the tensors")
 def ghost_clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                            y: torch.Tensor, max_norm: float
                            ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._constraints import unconstrained
 from .._validate import check_int, shown
 from .grads import row_norms, weighted_example_sum, zero_dead
 
@@ -21,6 +22,7 @@ __all__ = ["use_gram", "layer_path", "prepare_layer", "ClipFactors", "layer_clip
            "is_hf_conv1d"]
 
 
+@unconstrained("a type test: any object is a valid input (the answer is False for most)")
 def is_hf_conv1d(module: nn.Module) -> bool:
     """Whether ``module`` is exactly ``transformers.pytorch_utils.Conv1D`` (GPT-2's linear
     layer: y = x W + b with W stored [in, out], the transpose of ``nn.Linear``'s), not a
@@ -56,6 +58,9 @@ def _in_range(s: torch.Tensor) -> bool:
     return bool(((s == 0) | ((s >= 1 / _SAFE) & (s <= _SAFE))).all())
 
 
+@unconstrained("a per-layer step of ghost_clipped_grad_sum/ghost_plan, called with the layers "
+               "and tensors they recorded and checked (no check per layer and step); positions "
+               "and fans are checked in the body")
 def use_gram(positions: int, fan_in: int, fan_out: int) -> bool:
     """Whether the ghost norm of a linear map applied at ``positions`` places per example is
     computed from Gram matrices (cost ∝ T²·(d_in + d_out), memory ∝ T²) rather than by forming
@@ -214,6 +219,8 @@ def _dims(module: nn.Module, shape: torch.Size) -> tuple[int, int, int]:
     return shape[2:].numel(), module.weight[0].numel(), module.out_channels // module.groups
 
 
+@unconstrained("a per-layer step of ghost_clipped_grad_sum/ghost_plan, called with the layers "
+               "and tensors they recorded and checked (no check per layer and step)")
 def layer_path(module: nn.Module, shape: torch.Size) -> str:
     """How the weight-gradient norm of ``module`` is computed for an output of ``shape``: "outer"
     (a Linear at one position: ‖a‖·‖g‖), "gram" (:func:`use_gram`), "per-example" (formed);
@@ -273,6 +280,8 @@ def _token_sq(idx: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     return hat.sum((1, 2)).clamp_min(0.0) + slack
 
 
+@unconstrained("a per-layer step of ghost_clipped_grad_sum/ghost_plan, called with the layers "
+               "and tensors they recorded and checked (no check per layer and step)")
 def prepare_layer(module: nn.Module, x: torch.Tensor, gout: torch.Tensor,
              node=None) -> tuple[dict, torch.Tensor]:
     """What the clipped sum of ``module`` needs, and each example's squared gradient norm
@@ -304,6 +313,8 @@ def prepare_layer(module: nn.Module, x: torch.Tensor, gout: torch.Tensor,
     return {"per_parameter": per}, sq
 
 
+@unconstrained("a per-layer step of ghost_clipped_grad_sum/ghost_plan, called with the layers "
+               "and tensors they recorded and checked (no check per layer and step)")
 class ClipFactors:
     """The clipping factors f_i of one batch (float64) and what every layer's sum reuses: f in
     each dtype, and whether any example was dropped (f_i = 0, a non-finite gradient: only then
@@ -312,11 +323,15 @@ class ClipFactors:
     def __init__(self, f: torch.Tensor) -> None:
         self.f, self.dead, self._cast = f, bool((f == 0).any()), {}
 
+    @unconstrained("a per-layer step of ghost_clipped_grad_sum/ghost_plan, called with the "
+                   "layers and tensors they recorded and checked (no check per layer and step)")
     def weights(self, dtype: torch.dtype) -> torch.Tensor:
         if dtype not in self._cast:
             self._cast[dtype] = self.f.to(dtype)
         return self._cast[dtype]
 
+    @unconstrained("a per-layer step of ghost_clipped_grad_sum/ghost_plan, called with the "
+                   "layers and tensors they recorded and checked (no check per layer and step)")
     def live(self, t: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return zero_dead(t, w) if self.dead else t
 
@@ -329,6 +344,8 @@ def _weigh_smaller(g: torch.Tensor, a: torch.Tensor, wt: torch.Tensor
     return (g * wv, a) if g.shape[-1] <= a.shape[-1] else (g, a * wv)
 
 
+@unconstrained("a per-layer step of ghost_clipped_grad_sum/ghost_plan, called with the layers "
+               "and tensors they recorded and checked (no check per layer and step)")
 def layer_clipped_sum(module: nn.Module, state: dict, fs: ClipFactors) -> dict[str, torch.Tensor]:
     """Σ_i f_i ∇_θ ℓ_i for the parameters of ``module`` from the prepared tensors: the weight
     gradient of a linear map is one matrix product of the activations with the f-weighted output

@@ -22,22 +22,28 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, grad_and_value, vmap
 
-from .._validate import check_int, check_real, shown
+from .._constraints import unconstrained
+from .._validate import check_int, shown
+from ._params import MAX_GRAD_NORM
 
 __all__ = ["per_example_grads", "clip_per_example", "clip_factors", "per_example_losses",
            "clipped_grad_sum", "cpu_chunk_size", "row_norms", "weighted_example_sum", "zero_dead",
            "check_batch", "check_max_grad_norm"]
 
 
+@unconstrained("a validator (the declaration MAX_GRAD_NORM of dplib.training._params), called by "
+               "the per-step functions without a wrapper's cost")
 def check_max_grad_norm(max_grad_norm: object) -> float:
     """C ∈ (0, ∞]; C = ∞ means "no clipping" (only meaningful with σ = 0)."""
-    return check_real("max_grad_norm", max_grad_norm, low=0.0, high=math.inf, high_open=False)
+    return MAX_GRAD_NORM.check("max_grad_norm", max_grad_norm)
 
 
 def _trainable(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
 
 
+@unconstrained("a validator: raising ValueError on bad input is all it does (tensors of a batch: "
+               "checked where the batch arrives, never declared)")
 def check_batch(x: object, y: object) -> None:
     """x and y: torch tensors with a batch dimension and the same number of examples."""
     for name, v in (("x", x), ("y", y)):
@@ -78,6 +84,8 @@ def _one_example_loss(model: nn.Module, loss_fn: Callable):
     return loss
 
 
+@unconstrained("its parameters are a model, a loss and a batch's tensors, checked in the body by "
+               "check_batch (batch tensors are not declared: see dplib.training.clipped_sum)")
 def per_example_grads(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                       y: torch.Tensor) -> dict[str, torch.Tensor]:
     """Gradient of ``loss_fn(model(x_i), y_i)`` for every example i and trainable parameter.
@@ -107,6 +115,9 @@ def _grads_and_losses(model, loss_fn, x, y):
     return dict(g), losses
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by the ghost-norm path of "
+               "private_clipped_sum with the run's checked C and batch (no check per step); it "
+               "keeps its own checks of the tensors")
 def per_example_losses(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                        y: torch.Tensor) -> torch.Tensor:
     """ℓ(f(x_i), y_i) for every example, shape [B], with the autograd graph kept: the model runs
@@ -118,6 +129,9 @@ def per_example_losses(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     return vmap(lambda o, t: loss_fn(o.unsqueeze(0), t.unsqueeze(0)))(out, y)
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by private_clipped_sum, "
+               "user_clipped_sum and the ghost path with the run's checked C and batch (no check "
+               "per step); it keeps its own checks of the tensors")
 def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
     """min(1, C/‖g_i‖) for every example (1 where ‖g_i‖ = 0 or C = ∞; 0 where ‖g_i‖ is not finite).
 
@@ -137,6 +151,9 @@ def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
     return torch.where(finite, c / torch.clamp(norms, min=c), torch.zeros_like(norms))
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by private_clipped_sum and "
+               "user_clipped_sum with the run's checked C and batch (no check per step); it "
+               "keeps its own checks of the tensors")
 def weighted_example_sum(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     """Σ_i f_i g_i over the leading (example) dimension, where an example with f_i = 0 adds
     exactly 0 even if its g_i holds inf or NaN (plain ``tensordot`` would give 0·inf = NaN)."""
@@ -151,6 +168,9 @@ def weighted_example_sum(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     return torch.tensordot(f, zero_dead(g, f), dims=1)
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by weighted_example_sum "
+               "and the batched trainer with the run's checked C and batch (no check per step); "
+               "it keeps its own checks of the tensors")
 def zero_dead(t: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     """``t`` [B, ...] with the examples of weight f_i = 0 set to 0, so that an inf or NaN there
     cannot reach a sum (0·inf = NaN). No copy when no weight is 0 (a data-dependent branch:
@@ -172,6 +192,9 @@ def _underflow_threshold(dtype: torch.dtype) -> float:
     return math.sqrt(torch.finfo(dtype).tiny * 1e19)
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by flat_norms and "
+               "user_clipped_sum with the run's checked C and batch (no check per step); it "
+               "keeps its own checks of the tensors")
 def row_norms(rows: torch.Tensor) -> torch.Tensor:
     """‖r_i‖₂ of every row of ``rows`` [B, D], in float64, without overflow or underflow.
 
@@ -201,6 +224,9 @@ def row_norms(rows: torch.Tensor) -> torch.Tensor:
     return n
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by clipped_grad_sum with "
+               "the run's checked C and batch (no check per step); it keeps its own checks of "
+               "the tensors")
 def flat_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     """‖g_i‖₂ over the concatenation of all parameters, shape [B], in float64 (see
     :func:`row_norms`: no overflow, no underflow; non-finite where a gradient is)."""
@@ -209,6 +235,9 @@ def flat_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     return torch.linalg.vector_norm(torch.stack(per_param), dim=0)
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by "
+               "private_per_example_grads with the run's checked C and batch (no check per "
+               "step); it keeps its own checks of the tensors")
 def clip_per_example(grads: dict[str, torch.Tensor],
                      max_norm: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Clip every example's gradient to ℓ2 norm at most C = ``max_norm`` (C = ∞: no clipping).
@@ -232,6 +261,9 @@ def clip_per_example(grads: dict[str, torch.Tensor],
 CHUNK_BYTES = 32 * 2 ** 20
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by clipped_grad_sum and "
+               "user_clipped_sum with the run's checked C and batch (no check per step); it "
+               "keeps its own checks of the tensors")
 def cpu_chunk_size(params: dict[str, torch.Tensor]) -> int:
     """How many examples' gradients fill about :data:`CHUNK_BYTES`: rounded to the nearest power
     of two in [8, 64]. Smaller chunks stay in cache; each chunk also costs one more ``vmap``
@@ -244,6 +276,9 @@ def cpu_chunk_size(params: dict[str, torch.Tensor]) -> int:
     return int(min(64, max(8, 2 ** round(math.log2(fit)))))
 
 
+@unconstrained("a per-step part of the clipped sum, called every step by private_clipped_sum "
+               "(the fast path) with the run's checked C and batch (no check per step); it keeps "
+               "its own checks of the tensors")
 def clipped_grad_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
                      max_norm: float, *, chunk_size: int | None = None
                      ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:

@@ -17,7 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_bool, check_int, shown
+from .._constraints import Custom, Flag, InstanceOf, Integer, constrained, unconstrained
+from .._validate import shown
+from ._params import COUNT, SEED
 from ..device import release_generator
 
 __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
@@ -26,25 +28,37 @@ __all__ = ["make_mlp", "make_cnn", "make_mnist_cnn", "make_logistic_regression",
 
 
 def _seeded(seed, build):
-    """Build a module with PyTorch's default initialisation drawn from ``seed`` (CPU RNG),
-    without disturbing the global generator; ``seed=None`` uses the global generator."""
+    """Build a module with PyTorch's default initialisation drawn from ``seed`` (CPU RNG, a
+    checked integer), without disturbing the global generator; ``seed=None`` uses the global
+    generator."""
     if seed is None:
         return build()
-    seed = check_int("seed", seed, low=0)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return build()
 
 
+def _hidden(name: str, value: object) -> tuple:
+    if not isinstance(value, (tuple, list, range)) or not all(
+            isinstance(h, int) and h >= 1 for h in value):
+        raise ValueError(f"hidden must be a tuple of positive integers, got {shown(value)}")
+    return value
+
+
+#: A number of classes (at least two).
+_CLASSES = Integer(min=2)
+_MODULE = InstanceOf(nn.Module, "a torch.nn.Module", bad=(None, 1.0, "model"))
+
+
+@constrained(in_features=COUNT, num_classes=_CLASSES, seed=SEED,
+             hidden=Custom(_hidden, "a tuple of positive integers",
+                           [(0,), (-1,), "8", (2.5,), None, 8]))
 def make_mlp(in_features: int, num_classes: int, hidden: tuple[int, ...] = (64,), *,
              seed: int | None = None) -> nn.Module:
     """A multi-layer perceptron: Flatten, then Linear + Tanh for each width in ``hidden``, then a
     Linear layer to ``num_classes`` logits. Tanh rather than ReLU: bounded activations keep
     gradients (hence clipping) well behaved in DP training (Papernot et al. 2021)."""
-    d = check_int("in_features", in_features)
-    k = check_int("num_classes", num_classes, low=2)
-    if not isinstance(hidden, (tuple, list, range)) or not all(isinstance(h, int) and h >= 1 for h in hidden):
-        raise ValueError(f"hidden must be a tuple of positive integers, got {shown(hidden)}")
+    d, k = in_features, num_classes
 
     def build():
         layers: list[nn.Module] = [nn.Flatten()]
@@ -57,19 +71,17 @@ def make_mlp(in_features: int, num_classes: int, hidden: tuple[int, ...] = (64,)
     return _seeded(seed, build)
 
 
+@constrained(in_channels=COUNT, num_classes=_CLASSES, image_size=Integer(min=3), groups=COUNT,
+             width=COUNT, seed=SEED)
 def make_cnn(in_channels: int, num_classes: int, image_size: int, *, groups: int = 4,
              width: int = 16, seed: int | None = None) -> nn.Module:
     """A small CNN with group normalisation (no batch norm): two blocks of 3×3 Conv2d →
     GroupNorm(``groups``) → Tanh, the second one with stride 2, then global average pooling and a
     Linear classifier. ``width`` channels per block (must be divisible by ``groups``)."""
-    c = check_int("in_channels", in_channels)
-    k = check_int("num_classes", num_classes, low=2)
-    s = check_int("image_size", image_size, low=3)
-    g = check_int("groups", groups)
-    w = check_int("width", width)
+    c, k, g, w = in_channels, num_classes, groups, width
     if w % g:
         raise ValueError(f"width must be divisible by groups={g}, got width={w}")
-    del s  # the global pooling makes the head independent of the image size
+    # image_size: declared (>= 3); the global pooling makes the head independent of it
 
     def build():
         return nn.Sequential(
@@ -79,6 +91,7 @@ def make_cnn(in_channels: int, num_classes: int, image_size: int, *, groups: int
     return _seeded(seed, build)
 
 
+@constrained(seed=SEED)
 def make_mnist_cnn(*, seed: int | None = None) -> nn.Module:
     """The small tanh CNN for 28×28 MNIST of Papernot et al. 2021 (Table 1), which Tramèr & Boneh
     2021 train end-to-end with DP-SGD to 98.1% test accuracy at (ε, δ) = (3, 1e-5): Conv 16×8×8
@@ -92,12 +105,12 @@ def make_mnist_cnn(*, seed: int | None = None) -> nn.Module:
     return _seeded(seed, build)
 
 
+@constrained(in_features=COUNT, num_classes=_CLASSES, seed=SEED)
 def make_logistic_regression(in_features: int, num_classes: int, *,
                              seed: int | None = None) -> nn.Module:
     """Multinomial logistic regression: Flatten and one Linear layer (use with cross-entropy).
     Initialised at zero when ``seed`` is None (the convex problem needs no random start)."""
-    d = check_int("in_features", in_features)
-    k = check_int("num_classes", num_classes, low=2)
+    d, k = in_features, num_classes
 
     def build():
         return nn.Sequential(nn.Flatten(), nn.Linear(d, k))
@@ -138,19 +151,20 @@ class TokenClassifier(nn.Module):
     """Token and position embeddings → transformer blocks → LayerNorm → mean over tokens →
     Linear to class logits. Input: token ids [B, T] with T ≤ ``seq_len``."""
 
+    @constrained(vocab_size=Integer(min=2), num_classes=_CLASSES, seq_len=COUNT, dim=COUNT,
+                 heads=COUNT, layers=COUNT)
     def __init__(self, vocab_size: int, num_classes: int, seq_len: int, dim: int = 64,
                  heads: int = 4, layers: int = 2) -> None:
         super().__init__()
-        v = check_int("vocab_size", vocab_size, low=2)
-        k = check_int("num_classes", num_classes, low=2)
-        t = check_int("seq_len", seq_len)
-        d, h, n = check_int("dim", dim), check_int("heads", heads), check_int("layers", layers)
+        v, k, t, d, h, n = vocab_size, num_classes, seq_len, dim, heads, layers
         if d % h:
             raise ValueError(f"dim must be divisible by heads={h}, got dim={d}")
         self.tokens, self.positions = nn.Embedding(v, d), nn.Embedding(t, d)
         self.blocks = nn.Sequential(*[_Block(d, h) for _ in range(n)])
         self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, k)
 
+    @unconstrained("the forward pass, called by the trainers every step with a batch of token "
+                   "ids")
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         b, t = ids.shape
         pos = torch.arange(t, device=ids.device).repeat(b, 1)     # one row per example
@@ -158,6 +172,8 @@ class TokenClassifier(nn.Module):
         return self.head(self.norm(h).mean(1))
 
 
+@constrained(seed=SEED, vocab_size=Integer(min=2), num_classes=_CLASSES, seq_len=COUNT,
+             dim=COUNT, heads=COUNT, layers=COUNT)
 def make_transformer(vocab_size: int, num_classes: int, seq_len: int, *, dim: int = 64,
                      heads: int = 4, layers: int = 2, seed: int | None = None) -> nn.Module:
     """A small transformer classifier of token sequences (:class:`TokenClassifier`): token and
@@ -171,6 +187,8 @@ def make_transformer(vocab_size: int, num_classes: int, seq_len: int, *, dim: in
 _REFUSED = (nn.modules.batchnorm._BatchNorm,)
 
 
+@unconstrained("a validator of the model alone (raising ValueError is all it does), called by "
+               "the trainers and by noisy_gradient on every call")
 def check_dp_compatible(model: nn.Module) -> None:
     """Raise ``ValueError`` naming the first module that breaks per-example privacy.
 
@@ -226,6 +244,8 @@ def _state(model: nn.Module) -> dict:
 
 
 @contextmanager
+@unconstrained("a validator (a context manager raising ValueError when the code inside changes "
+               "the model's state)")
 def forward_must_not_mutate(model: nn.Module) -> Iterator[None]:
     """Raise ``ValueError`` if the code inside changes the model's state.
 
@@ -295,6 +315,7 @@ def _probe_run(model: nn.Module, probe: torch.Tensor, layers: bool) -> tuple[lis
     return outs, layer_pairs
 
 
+@constrained(model=_MODULE, layers=Flag())
 def check_examples_independent(model: nn.Module, like: torch.Tensor, *,
                                layers: bool = False) -> None:
     """Raise ``ValueError`` if ``model`` mixes the examples of a batch (checked on a probe).
@@ -320,12 +341,9 @@ def check_examples_independent(model: nn.Module, like: torch.Tensor, *,
     A model whose mixing depends on the data's values or the batch size can still evade a probe:
     read the model.
     """
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(like, torch.Tensor) or like.dim() == 0:
         raise ValueError(f"like must be a torch tensor with a batch dimension, got "
                          f"{shown(like)}"[:300])
-    layers = check_bool("layers", layers)
     gen = release_generator(None)      # fresh OS entropy: a fixed probe could be recognised
     shape = (8, *like.shape[1:])   # a sort by a random key keeps 8 rows in place w.p. 1/8!
     if like.is_floating_point():

@@ -10,10 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._constraints import unconstrained
+
 __all__ = ["NotPrivate"]
 
 
 @dataclass(frozen=True)
+@unconstrained("a result record of the diagnostics not covered by epsilon, built by the trainers "
+               "from what they computed")
 class NotPrivate:
     """Diagnostics computed from the private data WITHOUT noise: useful for studying the
     algorithm, not covered by ε — do not publish them with the model.

@@ -29,10 +29,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_int, check_real, shown
+from .._constraints import Custom, Flag, InstanceOf, Integer, IsCallable, constrained, unconstrained
+from .._validate import shown
+from ._params import COUNT, MAX_GRAD_NORM, NOISE_MULTIPLIER0
 from .config import RunConfig
 from .ghost import check_ghost_supported, ghost_plan
-from .grads import check_batch, check_max_grad_norm, per_example_losses
+from .grads import check_batch, per_example_losses
 from .models import check_dp_compatible, check_examples_independent, forward_must_not_mutate
 from ..device import release_generator
 
@@ -40,19 +42,29 @@ __all__ = ["preflight", "check_model_and_data", "check_sum_range", "narrowest_dt
            "check_ghost_on_probe", "as_tensors"]
 
 
+_MODULE = InstanceOf(nn.Module, "a torch.nn.Module", bad=(None, 1.0, "model"))
+_LOSS = IsCallable("a loss function loss_fn(logits, targets)")
+
+
+def _float_dtype(name: str, value: object) -> torch.dtype:
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise ValueError(f"{name} must be a floating-point torch dtype, got {shown(value)}")
+    return value
+
+
+@constrained(config=InstanceOf(RunConfig, "a RunConfig"), loss_fn=_LOSS, sigma=NOISE_MULTIPLIER0)
 def preflight(model: nn.Module, x: torch.Tensor, y: torch.Tensor, config: RunConfig, *,
               loss_fn: Callable, sigma: float, name: str = "train_data") -> None:
     """Refuse, with a ``ValueError``, a model or training data (x, y) a DP-SGD run of
     ``config`` cannot train privately (module docstring): checks 1–5, on the model as it will
     train (its device, train mode). ``sigma`` is the run's noise multiplier (for the overflow
     bound of :func:`check_sum_range`)."""
-    if not isinstance(config, RunConfig):
-        raise ValueError(f"config must be a RunConfig, got {type(config).__name__}")
     check_model_and_data(model, x, y, loss_fn=loss_fn, ghost=config.ghost, name=name,
                          chunk_size=min(config.virtual_batch_size or 1024, 1024))
     check_sum_range(config.max_grad_norm, sigma, x.shape[0], narrowest_dtype(model))
 
 
+@constrained(loss_fn=_LOSS, ghost=Flag(), chunk_size=COUNT)
 def check_model_and_data(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
                          loss_fn: Callable, ghost: bool = False, name: str = "train_data",
                          chunk_size: int = 1024) -> None:
@@ -68,6 +80,8 @@ def check_model_and_data(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
         check_ghost_on_probe(model, loss_fn, x, y)
 
 
+@unconstrained("a validator of the model on a synthetic probe shaped like the batch tensors it "
+               "is given (checked in the body by check_batch); raising ValueError is all it does")
 def check_ghost_on_probe(model: nn.Module, loss_fn: Callable, like_x: torch.Tensor,
                          like_y: torch.Tensor) -> None:
     """Refuse ``ghost=True`` for a model whose ghost step fails on a synthetic probe (eight
@@ -94,6 +108,10 @@ def check_ghost_on_probe(model: nn.Module, loss_fn: Callable, like_x: torch.Tens
                          "ghost=False (per-example gradients by vmap)"[:600]) from exc
 
 
+@constrained(max_grad_norm=MAX_GRAD_NORM, noise_multiplier=NOISE_MULTIPLIER0,
+             size=Integer(min=0),
+             dtype=Custom(_float_dtype, "a floating-point torch dtype",
+                          [torch.int64, "float32", None, torch.bool]))
 def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
                     dtype: torch.dtype = torch.float32) -> None:
     """Refuse a clipping norm so large that the noisy sum could overflow ``dtype``.
@@ -103,11 +121,6 @@ def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
     released update is finite would depend on how many large records were sampled — a membership
     signal. Checked before training, from public quantities (C, σ, the data-set size n).
     """
-    max_grad_norm = check_max_grad_norm(max_grad_norm)
-    noise_multiplier = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-    size = check_int("size", size, low=0)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating-point torch dtype, got {shown(dtype)}")
     if not math.isfinite(max_grad_norm):
         return
     bound = max_grad_norm * (size + 40.0 * noise_multiplier)
@@ -119,16 +132,16 @@ def check_sum_range(max_grad_norm: float, noise_multiplier: float, size: int,
                          f"{top / (size + 40.0 * noise_multiplier):.3g} (rescale the loss)")
 
 
+@constrained(model=_MODULE)
 def narrowest_dtype(model: nn.Module) -> torch.dtype:
     """The floating dtype, among ``model``'s trainable parameters, with the smallest largest
     value (``torch.finfo(dtype).max``): the dtype in which a clipped sum overflows first, so the
     one :func:`check_sum_range` must be given (float32 if there is none)."""
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     dtypes = {p.dtype for p in model.parameters() if p.requires_grad and p.is_floating_point()}
     return min(dtypes, key=lambda t: torch.finfo(t).max, default=torch.float32)
 
 
+@constrained(model=_MODULE, loss_fn=_LOSS, chunk_size=COUNT)
 def check_every_record_runs(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                             y: torch.Tensor, *, name: str = "train_data",
                             chunk_size: int = 1024) -> None:
@@ -150,10 +163,8 @@ def check_every_record_runs(model: nn.Module, loss_fn: Callable, x: torch.Tensor
     draws from it) and must not change the model
     (:func:`~dplib.training.models.forward_must_not_mutate`).
     """
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     check_batch(x, y)
-    step = check_int("chunk_size", chunk_size)
+    step = chunk_size
     dev = next((p.device for p in model.parameters()), x.device)
     forked = [dev] if dev.type == "cuda" else []
     # with gradients enabled, as in a step (a model must not behave differently in the check);
@@ -173,6 +184,7 @@ def check_every_record_runs(model: nn.Module, loss_fn: Callable, x: torch.Tensor
                     "below the vocabulary size).") from exc
 
 
+@constrained(finite=Flag())
 def as_tensors(data: object, name: str, *, finite: bool = False
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(data, (tuple, list)) or len(data) != 2:

@@ -23,7 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._constraints import Custom, Flag, InstanceOf, Interval, constrained, unconstrained
 from .._validate import check_int, check_real, shown
+from ._params import COUNT, DECAY, POSITIVE
 
 __all__ = ["shift_copies", "AugMult", "augmult_cross_entropy", "ExponentialAverage",
            "PublicPCA", "PublicKernelFeatures"]
@@ -41,6 +43,21 @@ def _check_image_shape(image_shape: object) -> tuple[int, int]:
     return int(image_shape[0]), int(image_shape[1])
 
 
+def _check_copies(name: str, value: object) -> int:
+    k = check_int(name, value, low=1)
+    if k not in _SHIFTS:
+        raise ValueError(f"copies must be 5 or 9 (identity and the one-pixel shifts), got {k}")
+    return k
+
+
+_IMAGE_SHAPE = Custom(lambda name, value: _check_image_shape(value),
+                      "a pair (height, width) of integers >= 2",
+                      [(1, 8), (8,), (8, 2.5), "88", None, (True, 8)])
+_COPIES = Custom(_check_copies, "5 or 9", [0, 4, 7, 2.5, "5", None, True], family="int1")
+
+
+@unconstrained("called by AugMult.forward every step with its checked image_shape, copies and "
+               "fill (no declaration's cost per step); it keeps its own checks")
 def shift_copies(x: torch.Tensor, image_shape: tuple[int, int], copies: int = 5,
                  fill: float = 0.0) -> torch.Tensor:
     """K deterministic augmented copies of each image: [B, H·W] (or [B, H, W], [B, 1, H, W]) →
@@ -87,21 +104,17 @@ class AugMult(nn.Module):
     [B, 1, H, W], as a convolutional network expects.
     """
 
+    @constrained(model=InstanceOf(nn.Module, "a torch.nn.Module", bad=(None, 1.0, "model")),
+                 image_shape=_IMAGE_SHAPE, copies=_COPIES, fill=Interval(), channels_first=Flag())
     def __init__(self, model: nn.Module, image_shape: tuple[int, int], copies: int = 5,
                  fill: float = 0.0, channels_first: bool = False) -> None:
         super().__init__()
-        if not isinstance(model, nn.Module):
-            raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-        self.image_shape = _check_image_shape(image_shape)
-        self.copies = check_int("copies", copies, low=1)
-        if self.copies not in _SHIFTS:
-            raise ValueError(f"copies must be 5 or 9, got {self.copies}")
-        self.fill = check_real("fill", fill)
-        if not isinstance(channels_first, bool):
-            raise ValueError(f"channels_first must be True or False, got {shown(channels_first)}")
+        self.image_shape, self.copies, self.fill = image_shape, copies, fill
         self.channels_first = channels_first
         self.model = model
 
+    @unconstrained("the forward pass, called by the trainers every step with a batch (no "
+                   "check per step beyond the shape checks in the body)")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = (1, *self.image_shape) if self.channels_first else (-1,)
         if not self.training:
@@ -111,6 +124,8 @@ class AugMult(nn.Module):
         return self.model(xs.reshape(b * self.copies, *shape)).reshape(b, self.copies, -1)
 
 
+@unconstrained("the loss of a step, called by the trainers every step with AugMult's logits and "
+               "the batch's labels")
 def augmult_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Cross-entropy averaged over the K copies of each example and over the batch.
 
@@ -143,8 +158,9 @@ class ExponentialAverage:
     every step and :meth:`copy_to` to put θ̄ into the parameters.
     """
 
+    @constrained(decay=DECAY)
     def __init__(self, params: dict[str, torch.Tensor], decay: float) -> None:
-        self.decay = check_real("decay", decay, low=0.0, high=1.0)
+        self.decay = decay
         if not isinstance(params, dict) or not params or not all(
                 isinstance(p, torch.Tensor) for p in params.values()):
             raise ValueError("params must be a non-empty dict of name → tensor")
@@ -157,6 +173,8 @@ class ExponentialAverage:
                              f"{shown(sorted(params) if isinstance(params, dict) else params)}")
 
     @torch.no_grad()
+    @unconstrained("called by train every step with the parameters the average was built from "
+                   "(their names are checked in the body)")
     def update(self, params: dict[str, torch.Tensor]) -> None:
         """Add the current iterate θ_t."""
         self._check_names(params)
@@ -173,6 +191,8 @@ class ExponentialAverage:
         return {k: m / corr for k, m in self.moment.items()}
 
     @torch.no_grad()
+    @unconstrained("called by train once at the end with the parameters the average was built "
+                   "from (their names are checked in the body)")
     def copy_to(self, params: dict[str, torch.Tensor]) -> None:
         """Write θ̄_t into ``params`` in place (unchanged if no step was taken)."""
         self._check_names(params)
@@ -196,6 +216,7 @@ class PublicPCA(nn.Module):
     trainable head, e.g. ``nn.Sequential(pca, make_logistic_regression(k, 10))``.
     """
 
+    @constrained(components=COUNT, whiten=Flag())
     def __init__(self, x_public: torch.Tensor, components: int, whiten: bool = True) -> None:
         super().__init__()
         if not isinstance(x_public, torch.Tensor) or x_public.dim() != 2 or x_public.shape[0] < 2:
@@ -204,12 +225,10 @@ class PublicPCA(nn.Module):
         if not bool(torch.isfinite(x_public).all()):
             raise ValueError("x_public must be finite")
         n, d = x_public.shape
-        self.components = check_int("components", components, low=1)
+        self.components = components
         if self.components > min(n - 1, d):
             raise ValueError(f"components must be in [1, {min(n - 1, d)}] (at most n - 1 and d), "
                              f"got {components}")
-        if not isinstance(whiten, bool):
-            raise ValueError(f"whiten must be True or False, got {shown(whiten)}")
         x = x_public.double()
         mean = x.mean(0)
         _, s, vt = torch.linalg.svd(x - mean, full_matrices=False)
@@ -219,6 +238,8 @@ class PublicPCA(nn.Module):
         self.register_buffer("mean", mean.float())
         self.register_buffer("projection", (vt[:self.components].T / scale).float())  # [d, k]
 
+    @unconstrained("the forward pass, called by the trainers every step with a batch (no "
+                   "check per step beyond the shape checks in the body)")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(x, torch.Tensor) or x.shape[-1] != self.projection.shape[0]:
             raise ValueError(f"x must be a tensor [..., {self.projection.shape[0]}], got "
@@ -249,6 +270,7 @@ class PublicKernelFeatures(nn.Module):
     length scale, in the inputs' units. ``feats(X)`` → [B, m], in X's dtype.
     """
 
+    @constrained(gamma=POSITIVE)
     def __init__(self, x_public: torch.Tensor, gamma: float) -> None:
         super().__init__()
         if not isinstance(x_public, torch.Tensor):
@@ -262,12 +284,14 @@ class PublicKernelFeatures(nn.Module):
         bad = int((~torch.isfinite(x_public)).sum())
         if bad:
             raise ValueError(f"x_public must be finite, got {bad} inf or NaN entries")
-        self.gamma = check_real("gamma", gamma, low=0.0)
+        self.gamma = gamma
         self.register_buffer("landmarks", x_public.detach().clone())
 
     def extra_repr(self) -> str:
         return f"public={self.landmarks.shape[0]}, gamma={self.gamma:g}"
 
+    @unconstrained("the forward pass, called by the trainers every step with a batch (no "
+                   "check per step beyond the shape checks in the body)")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d = self.landmarks.shape[1]
         if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != d \

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+from .._constraints import Custom, constrained
 from ..encoding.train import EncodedTrainResult
 from .batched import BatchedModels
 from .not_private import NotPrivate
@@ -68,16 +69,28 @@ def all_field_kinds() -> dict[type, dict[str, str]]:
     return _kinds()
 
 
-def field_kinds(result: object) -> dict[str, str]:
-    """The kind of every field of ``result`` (an instance or a result class)."""
+def _check_result(name: str, result: object) -> object:
     cls = result if isinstance(result, type) else type(result)
     kinds = all_field_kinds()
     if cls not in kinds:
         raise ValueError(f"result must be one of {sorted(c.__name__ for c in kinds)}, "
                          f"got {cls.__name__}")
-    return dict(kinds[cls])
+    return result
 
 
+#: A trainer's result (an instance or, for :func:`field_kinds`, its class).
+_RESULT = Custom(_check_result, "a trainer's result (e.g. a TrainResult)",
+                 [None, 1.0, "result", {}], dynamic=True)
+
+
+@constrained(result=_RESULT)
+def field_kinds(result: object) -> dict[str, str]:
+    """The kind of every field of ``result`` (an instance or a result class)."""
+    cls = result if isinstance(result, type) else type(result)
+    return dict(all_field_kinds()[cls])
+
+
+@constrained(result=_RESULT)
 def publishable(result: object) -> dict[str, object]:
     """The fields of ``result`` that may be released with the model: public and noised ones
     (everything secret or not covered by ε is left out). A run configuration (``config``) is

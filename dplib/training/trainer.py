@@ -48,7 +48,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_choice, check_int, check_positive, check_real, shown
+from .._constraints import Flag, Options, constrained, unconstrained
+from .._validate import shown
+from ._params import (ACCOUNTANT, COUNT, DECAY, LOSS_FN, MAX_GRAD_NORM, NOISE_MULTIPLIER0,
+                      POSITIVE, optional)
 from ..device import as_device, release_seed
 from ..accounting import make_accountant as _registry_accountant
 from ..samplers import poisson_batches
@@ -71,6 +74,7 @@ __all__ = ["TrainResult", "train", "noisy_gradient", "evaluate", "predict_logits
 
 
 @dataclass
+@unconstrained("a result record, built by train from its checked run")
 class TrainResult:
     """What :func:`train` returns.
 
@@ -106,6 +110,8 @@ class TrainResult:
     records_per_user: int | None = None
     config: RunConfig | None = None
 
+    @unconstrained("forwards the public facts to dplib.reporting.privacy_report, which checks "
+                   "them")
     def privacy_report(self, **public_facts: object) -> "PrivacyReport":
         """This run's complete privacy statement, read from the run:
         :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know,
@@ -114,6 +120,7 @@ class TrainResult:
         return privacy_report(self, **public_facts)
 
 
+@constrained(kind=ACCOUNTANT)
 def make_accountant(kind: str):
     """A fresh accountant from the registry of :mod:`dplib.accounting` ("rdp", "pld", …)."""
     return _registry_accountant(kind)
@@ -136,11 +143,12 @@ def _as_tensor(name: str, value: object) -> torch.Tensor:
 
 
 @torch.no_grad()
+@constrained(batch_size=COUNT)
 def predict_logits(model: nn.Module, X: object, *, device=None,
                    batch_size: int = 1024) -> torch.Tensor:
     """The model's outputs on X, in batches of ``batch_size`` (eval mode), returned on the CPU."""
     dev = as_device(device)
-    bs = check_int("batch_size", batch_size)
+    bs = batch_size
     x = _as_tensor("X", X)
     if x.is_floating_point():
         x = x.float()
@@ -152,6 +160,7 @@ def predict_logits(model: nn.Module, X: object, *, device=None,
     return torch.cat(outs) if outs else torch.empty(0)
 
 
+@constrained(batch_size=COUNT)
 def evaluate(model: nn.Module, X: object, y: object, *, device=None,
              batch_size: int = 1024) -> float:
     """Accuracy of argmax(model(X)) against y, in [0, 1]."""
@@ -163,6 +172,8 @@ def evaluate(model: nn.Module, X: object, y: object, *, device=None,
     return float((logits.argmax(1) == yt.long()).float().mean())
 
 
+@constrained(max_grad_norm=MAX_GRAD_NORM, noise_multiplier=NOISE_MULTIPLIER0,
+             expected_batch_size=POSITIVE, noise=Options(*NOISE_SOURCES))
 def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, *,
                    max_grad_norm: float, noise_multiplier: float, expected_batch_size: float,
                    generator: torch.Generator | None = None, ghost: bool = False,
@@ -198,10 +209,7 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     (:func:`~dplib.training.clipped_sum.private_clipped_sum`).
     """
     check_dp_compatible(model)
-    c = check_real("max_grad_norm", max_grad_norm, low=0.0, high=math.inf, high_open=False)
-    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-    denom = check_positive("expected_batch_size", expected_batch_size)
-    check_choice("noise", noise, NOISE_SOURCES)
+    c, sigma, denom = max_grad_norm, noise_multiplier, expected_batch_size
     if math.isinf(c) and sigma > 0:
         raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
     total, norms, losses = private_clipped_sum(model, loss_fn, x, y, c, ghost=ghost,
@@ -213,6 +221,8 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     return {k: g.div_(denom) for k, g in noisy.items()}, norms, losses   # ours: fresh tensors
 
 
+@constrained(noise_device=Options("cpu", "device"), ema_decay=optional(DECAY), progress=Flag(),
+             eval_every=optional(COUNT), loss_fn=LOSS_FN, records_per_user=optional(COUNT))
 def train(model: nn.Module, train_data: object, config: RunConfig | None = None, *,
           sample_rate: float | None = None, lr: float | None = None,
           epochs: float | None = None, steps: int | None = None,
@@ -296,18 +306,12 @@ def train(model: nn.Module, train_data: object, config: RunConfig | None = None,
         expected_batch_size=expected_batch_size, ghost=ghost,
         virtual_batch_size=virtual_batch_size, noise=noise, seed=seed, device=device,
         noise_correlation=noise_correlation, bands=bands))
-    check_choice("noise_device", noise_device, ("cpu", "device"))
-    if ema_decay is not None:
-        ema_decay = check_real("ema_decay", ema_decay, low=0.0, high=1.0)
-    if not isinstance(progress, bool):
-        raise ValueError(f"progress must be True or False, got {shown(progress)}")
     check_dp_compatible(model)
     x, y = as_tensors(train_data, "train_data", finite=True)
     n, q, T, c = x.shape[0], cfg.sample_rate, cfg.num_steps, cfg.max_grad_norm
     users = _check_user_run(cfg, user_ids, records_per_user, n)
     sigma = cfg.sigma()
-    every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
-                                                                           eval_every)
+    every = max(1, int(round(1 / q))) if eval_every is None else eval_every
     loss = F.cross_entropy if loss_fn is None else loss_fn
     if eval_data is not None:
         x_ev, y_ev = as_tensors(eval_data, "eval_data")
@@ -426,9 +430,7 @@ def _check_user_run(cfg: RunConfig, user_ids: object, records_per_user: object,
             raise ValueError(f"records_per_user is for user-level runs (give user_ids), got "
                              f"records_per_user={shown(records_per_user)} without user_ids")
         return None
-    ids = check_user_ids(user_ids, n)
-    if records_per_user is not None:
-        check_int("records_per_user", records_per_user)
+    ids = check_user_ids(user_ids, n)       # records_per_user: declared by train
     if cfg.ghost:
         raise ValueError("ghost=True computes per-record norms; a user-level run (user_ids) "
                          "clips each user's mean gradient: use ghost=False")
@@ -438,6 +440,8 @@ def _check_user_run(cfg: RunConfig, user_ids: object, records_per_user: object,
     return ids
 
 
+@unconstrained("a stage builder the trainers call with their checked RunConfig (and values "
+               "derived from it)")
 def make_optimizer(config: RunConfig, params: dict[str, torch.Tensor]) -> torch.optim.Optimizer:
     """The updater stage: SGD (momentum, weight decay) or Adam over ``params``, as
     ``config`` says. It only ever sees the noisy gradient: post-processing."""
@@ -448,6 +452,8 @@ def make_optimizer(config: RunConfig, params: dict[str, torch.Tensor]) -> torch.
                             weight_decay=config.weight_decay)
 
 
+@unconstrained("a stage builder the trainers call with their checked RunConfig (and values "
+               "derived from it)")
 def run_batches(config: RunConfig, n: int, seed: int) -> list[np.ndarray]:
     """The run's batches of record indices from ``seed``: Poisson batches at rate q (DP-SGD), or
     the cyclic (Poisson) batches of a matrix mechanism
@@ -460,6 +466,8 @@ def run_batches(config: RunConfig, n: int, seed: int) -> list[np.ndarray]:
     return cyclic_batches(n, groups, config.num_steps, rate, rng)
 
 
+@unconstrained("a stage builder the trainers call with their checked RunConfig (and values "
+               "derived from it)")
 def make_privatizer(config: RunConfig, sigma: float, numel: int
                     ) -> GaussianPrivatizer | MatrixPrivatizer:
     """The privatizer stage for a run: N(0, σ²C²) from ``config.noise``'s source, on a sum of

@@ -55,7 +55,9 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
-from .._validate import as_generator, check_int, check_probability, check_real, shown
+from .._constraints import Integer, IsCallable, constrained, unconstrained
+from .._validate import check_int, check_real, shown
+from ._params import ACCOUNTANT, COUNT, DELTA, POSITIVE, RNG, SAMPLE_RATE, optional
 from ..accounting import group_privacy
 from .clipped_sum import StateSnapshot
 from .grads import clip_factors, cpu_chunk_size, row_norms, weighted_example_sum
@@ -64,11 +66,11 @@ __all__ = ["check_user_ids", "cap_records", "UserIndex", "user_clipped_sum",
            "exact_user_clipped_sum", "group_epsilon", "UnitComparison", "compare_privacy_units"]
 
 
+@constrained(n=COUNT)
 def check_user_ids(user_ids: object, n: int) -> np.ndarray:
     """``user_ids`` as an int64 array of length ``n`` (one non-negative integer per record), or a
     ``ValueError`` naming ``user_ids``: a length other than the number of records, a
     non-integer value (a float with a fraction, NaN, a string, a bool) or a negative id."""
-    n = check_int("n", n)
     arr = user_ids.detach().cpu().numpy() if isinstance(user_ids, torch.Tensor) \
         else np.asarray(user_ids) if not isinstance(user_ids, (str, bytes)) else None
     if arr is None or arr.dtype == object or arr.dtype == bool or arr.ndim != 1 \
@@ -86,6 +88,7 @@ def check_user_ids(user_ids: object, n: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+@constrained(records_per_user=optional(COUNT), rng=RNG)
 def cap_records(user_ids: object, records_per_user: int | None, *, rng) -> np.ndarray:
     """The sorted indices of the records kept when each user keeps at most ``records_per_user``
     of its records (None: all), chosen uniformly at random among that user's records: every
@@ -94,10 +97,9 @@ def cap_records(user_ids: object, records_per_user: int | None, *, rng) -> np.nd
     content — and is made once, before training (the contribution bound of Charles et al. 2024;
     Amin, Kulesza, Muñoz Medina & Vassilvitskii 2019 on choosing the bound)."""
     ids = check_user_ids(user_ids, len(user_ids) if hasattr(user_ids, "__len__") else 1)
-    gen = as_generator(rng)
-    if records_per_user is None:
+    gen, k = rng, records_per_user
+    if k is None:
         return np.arange(ids.size)
-    k = check_int("records_per_user", records_per_user)
     keys = gen.random(ids.size)
     order = np.lexsort((keys, ids))                 # by user, then by random key
     sorted_ids = ids[order]
@@ -107,6 +109,7 @@ def cap_records(user_ids: object, records_per_user: int | None, *, rng) -> np.nd
 
 
 @dataclass(frozen=True)
+@unconstrained("an index record built by UserIndex.build from user ids it checked")
 class UserIndex:
     """Records grouped by user: ``users`` (the distinct ids, sorted), ``order`` (record indices
     grouped by user), ``starts``/``counts`` (each user's slice of ``order``)."""
@@ -116,6 +119,7 @@ class UserIndex:
     counts: np.ndarray
 
     @classmethod
+    @unconstrained("a constructor from user ids, checked in the body by check_user_ids")
     def build(cls, user_ids: object) -> "UserIndex":
         """The index of ``user_ids`` (one id per record)."""
         ids = check_user_ids(user_ids, len(user_ids))
@@ -127,6 +131,8 @@ class UserIndex:
     def n_users(self) -> int:
         return int(self.users.size)
 
+    @unconstrained("called by train every step with the sampled user positions (Poisson batches "
+                   "of the users; no check per step)")
     def records(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For user positions ``batch`` (indices into :attr:`users`): (record indices, the
         position in ``batch`` of each record's user), without a loop over users."""
@@ -186,6 +192,9 @@ def _clip_users(acc: dict, c: float) -> tuple[dict, torch.Tensor]:
     return {k: weighted_example_sum(f, a) for k, a in acc.items()}, norms
 
 
+@unconstrained("a per-step part of a user-level run: called every step by train with the run's "
+               "checked C and the sampled users' records (no check per step); it keeps its own "
+               "checks of the tensors")
 def user_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
                      segments: torch.Tensor, n_users: int, max_norm: float, *,
                      chunk_size: int | None = None, snapshot: StateSnapshot | None = None
@@ -234,6 +243,9 @@ def user_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: to
     return exact_user_clipped_sum(model, loss_fn, x, y, seg, m, c, snapshot=snap)
 
 
+@unconstrained("a per-step part of a user-level run: called every step by train with the run's "
+               "checked C and the sampled users' records (no check per step); it keeps its own "
+               "checks of the tensors")
 def exact_user_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
                            y: torch.Tensor, segments: torch.Tensor, n_users: int,
                            max_norm: float, *, snapshot: StateSnapshot | None = None
@@ -275,6 +287,8 @@ def exact_user_clipped_sum(model: nn.Module, loss_fn: Callable, x: torch.Tensor,
     return total, norms, torch.tensor(losses, dtype=dtype, device=x.device)
 
 
+@constrained(epsilon_of_delta=IsCallable("a function δ -> ε"), k=COUNT, delta=DELTA,
+             grid=Integer(min=2))
 def group_epsilon(epsilon_of_delta: Callable[[float], float], k: int, delta: float, *,
                   grid: int = 200) -> float:
     """The smallest group ε for groups of ``k`` records at ``delta`` that the group-privacy lemma
@@ -305,11 +319,7 @@ def group_epsilon(epsilon_of_delta: Callable[[float], float], k: int, delta: flo
     the Gaussian mechanism's zCDP curve and with finer grids for a DP-SGD run). Tighter group analyses exist (Charles et al. 2024 derive a tight
     accountant for ELS); this is the generic lemma, what a record-level guarantee alone
     implies."""
-    k = check_int("k", k)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    g = check_int("grid", grid, low=2)
-    if not callable(epsilon_of_delta):
-        raise ValueError(f"epsilon_of_delta must be a function δ -> ε, got {shown(epsilon_of_delta)}")
+    d, g = delta, grid
 
     def value(log10_dp: float) -> float:
         """k·ε(δ') when δ' = 10^log10_dp is feasible, else inf."""
@@ -343,6 +353,7 @@ def group_epsilon(epsilon_of_delta: Callable[[float], float], k: int, delta: flo
 
 
 @dataclass(frozen=True)
+@unconstrained("a result record of compare_privacy_units")
 class UnitComparison:
     """:func:`compare_privacy_units`' numbers: the run's ε at δ (the same number whether its unit
     is a record or a user), ``group`` = (kε, δ_k) by the group lemma at the run's δ, and
@@ -355,6 +366,8 @@ class UnitComparison:
     group_epsilon_at_delta: float
 
 
+@constrained(noise_multiplier=POSITIVE, sample_rate=SAMPLE_RATE, steps=COUNT, delta=DELTA,
+             records_per_user=COUNT, accountant=ACCOUNTANT)
 def compare_privacy_units(noise_multiplier: float, sample_rate: float, steps: int,
                           delta: float, records_per_user: int, *, accountant: str = "rdp"
                           ) -> UnitComparison:
@@ -366,11 +379,7 @@ def compare_privacy_units(noise_multiplier: float, sample_rate: float, steps: in
     ``records_per_user`` records the record-level run only guarantees (kε, δ(e^{kε} − 1)/(e^ε −
     1)) (:func:`dplib.accounting.group_privacy`), and :func:`group_epsilon` the best such ε at δ."""
     from ..accounting import dpsgd_event, make_accountant
-    s = check_real("noise_multiplier", noise_multiplier, low=0.0)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    t = check_int("steps", steps)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    k = check_int("records_per_user", records_per_user)
+    s, q, t, d, k = noise_multiplier, sample_rate, steps, delta, records_per_user
     acc = make_accountant(accountant).compose(dpsgd_event(s, q, t))
     eps = float(acc.get_epsilon(d))
     return UnitComparison(eps, d, k, group_privacy(eps, d, k),
