@@ -48,10 +48,14 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validate import check_choice, check_int, check_positive, check_probability, shown
+from .._constraints import Custom, constrained, unconstrained
+from .._validate import shown
 from ..accounting import RDPAccountant, RDPCurveEvent, SelfComposedEvent, calibrate
-from .moments import (check_noise, check_orders_int, check_monotone, gaussian_log_moments,
-                      laplace_log_moments, log_moments, moment_table)
+from ..accounting._params import CONVERSION, COUNT, DELTA, POSITIVE, RTOL, SAMPLE_RATE
+from ._params import (CODE_VECTOR, CODEBOOK_ARRAY, METHOD, NOISE, ORDERS_INT,
+                      ORDERS_INT_OR_DEFAULT)
+from .moments import (check_monotone, gaussian_log_moments, laplace_log_moments, log_moments,
+                      moment_table)
 from .noise import GaussianNoise, LaplaceNoise, NoiseDistribution
 
 __all__ = ["INTEGER_ORDERS", "code_log_moments", "lemma4_rdp", "codebook_rdp",
@@ -60,29 +64,27 @@ __all__ = ["INTEGER_ORDERS", "code_log_moments", "lemma4_rdp", "codebook_rdp",
 #: Integer orders 2…64: Lemma 4 is stated for integer α only.
 INTEGER_ORDERS: np.ndarray = np.arange(2, 65, dtype=float)
 
-_METHODS = ("auto", "exact", "table", "closed_form")
 
 
-def _as_codes(codebook: object, name: str = "codebook") -> np.ndarray:
-    """|ψ| as a float64 array of shape (n_codes, d) from a Codebook, tensor or array."""
-    vec = getattr(codebook, "vectors", codebook)
-    if hasattr(vec, "detach"):
-        vec = vec.detach().to("cpu").double().numpy()
+def _bracket(name: str, value: object) -> tuple[float, float]:
     try:
-        arr = np.asarray(vec, dtype=float)
+        lo, hi = value
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of real numbers, got "
-                         f"{shown(codebook)}") from None
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2 or arr.size == 0:
-        raise ValueError(f"{name} must be a vector or an (n_codes, d) array, got shape "
-                         f"{arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must hold finite numbers, got inf or nan")
-    return np.abs(arr)
+        raise ValueError(f"{name} must be a pair (low, high) of reals with 0 < low < high, "
+                         f"got {shown(value)}") from None
+    lo, hi = POSITIVE.check(f"{name}[0]", lo), POSITIVE.check(f"{name}[1]", hi)
+    if not lo < hi:
+        raise ValueError(f"{name} must be a pair (low, high) with low < high, got {shown(value)}")
+    return lo, hi
 
 
+#: The scales searched by :func:`calibrate_noise_scale`: 0 < low < high.
+_BRACKET = Custom(_bracket, "a pair (low, high) of reals with 0 < low < high",
+                  [None, 1.0, (0.0, 1.0), (-1.0, 1.0), (1.0, float("nan")), (2.0, 1.0),
+                   (1.0, float("inf")), "ab"])
+
+
+@constrained(codebook=CODEBOOK_ARRAY, noise=NOISE, orders=ORDERS_INT, method=METHOD)
 def code_log_moments(codebook: object, noise: NoiseDistribution, orders: object, *,
                      method: str = "auto") -> np.ndarray:
     """L_k(ψ) = Σ_i log I_k(ψ_i) for every code vector ψ and integer k ∈ {0, …, max(orders)}.
@@ -97,10 +99,8 @@ def code_log_moments(codebook: object, noise: NoiseDistribution, orders: object,
     for Gaussian and Laplace noise (Mironov 2017); ``"auto"`` = exact up to 64 distinct values,
     else table.
     """
-    codes = _as_codes(codebook)
-    noise = check_noise(noise)
-    k_all = np.arange(0, int(check_orders_int(orders, low=2).max()) + 1, dtype=float)
-    check_choice("method", method, _METHODS)
+    codes = codebook
+    k_all = np.arange(0, int(orders.max()) + 1, dtype=float)
     if method == "auto":
         method = "exact" if np.unique(codes).size <= 64 else "table"
     n = codes.shape[0]
@@ -160,6 +160,8 @@ def _rdp_from_moments(alpha: np.ndarray, q: float, L: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, log_rest) / (alpha[None, :] - 1.0)
 
 
+@constrained(orders=ORDERS_INT, sample_rate=SAMPLE_RATE, code_vector=CODE_VECTOR, noise=NOISE,
+             method=METHOD)
 def lemma4_rdp(orders: object, sample_rate: float, code_vector: object,
                noise: NoiseDistribution, *, method: str = "auto") -> np.ndarray:
     """RDP of one step of Algorithm 1 when every encoded gradient is (a clamp of a signed
@@ -176,16 +178,12 @@ def lemma4_rdp(orders: object, sample_rate: float, code_vector: object,
 
     Returns one RDP value per order.
     """
-    alpha = check_orders_int(orders, low=2)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    codes = _as_codes(code_vector, "code_vector")
-    if codes.shape[0] != 1:
-        raise ValueError(f"code_vector must be one vector, got {codes.shape[0]} "
-                         "(use codebook_rdp for a code book)")
-    L = code_log_moments(codes, noise, alpha, method=method)
-    return _rdp_from_moments(alpha, q, L)[0]
+    L = code_log_moments(code_vector, noise, orders, method=method)
+    return _rdp_from_moments(orders, sample_rate, L)[0]
 
 
+@constrained(orders=ORDERS_INT, sample_rate=SAMPLE_RATE, codebook=CODEBOOK_ARRAY, noise=NOISE,
+             method=METHOD)
 def codebook_rdp(orders: object, sample_rate: float, codebook: object,
                  noise: NoiseDistribution, *, method: str = "auto",
                  return_argmax: bool = False):
@@ -193,10 +191,9 @@ def codebook_rdp(orders: object, sample_rate: float, codebook: object,
 
     With ``return_argmax`` also returns, per order, the index of the code vector attaining it.
     """
-    alpha = check_orders_int(orders, low=2)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
+    alpha = orders
     L = code_log_moments(codebook, noise, alpha, method=method)
-    r = _rdp_from_moments(alpha, q, L)
+    r = _rdp_from_moments(alpha, sample_rate, L)
     best = r.argmax(0)
     out = r[best, np.arange(alpha.size)]
     return (out, best) if return_argmax else out
@@ -210,14 +207,13 @@ class EncodedStepEvent(RDPCurveEvent):
     a fractional order α is bounded by ⌈α⌉ (Rényi divergence is non-decreasing in the order;
     van Erven & Harremoës 2014, Thm 3). Replace-one is not analysed by the paper: refused."""
 
+    @constrained(codes=CODEBOOK_ARRAY, noise=NOISE, sample_rate=SAMPLE_RATE, method=METHOD)
     def __init__(self, codes: np.ndarray, noise: NoiseDistribution, sample_rate: float, *,
                  method: str = "auto", cache: dict | None = None) -> None:
-        self.codes = _as_codes(codes)
-        self.noise = check_noise(noise)
-        self.sample_rate = check_probability("sample_rate", sample_rate, low_open=True)
-        self.method = check_choice("method", method, _METHODS)
+        self.codes, self.noise, self.sample_rate, self.method = codes, noise, sample_rate, method
         self._cache = {} if cache is None else cache
 
+    @unconstrained("the curve the Rényi accountant asks for at its checked orders")
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
         if neighboring != "add_remove":
             raise ValueError(f"neighboring must be 'add_remove' for the gradient encoding "
@@ -254,30 +250,34 @@ class EncodingAccountant(RDPAccountant):
     ``conversion="classic"`` is the paper's Lemma 2 (Mironov 2017, Prop. 3).
     """
 
+    @constrained(codebook=CODEBOOK_ARRAY, orders=ORDERS_INT_OR_DEFAULT, conversion=CONVERSION,
+                 method=METHOD)
     def __init__(self, codebook: object, orders: object = None, *, conversion: str = "improved",
                  method: str = "auto") -> None:
-        self.codes = _as_codes(codebook)
-        ints = check_orders_int(INTEGER_ORDERS if orders is None else orders, low=2)
-        super().__init__(ints.astype(float), conversion)
-        check_choice("method", method, _METHODS)
+        self.codes = codebook
+        super().__init__(INTEGER_ORDERS.copy() if orders is None else orders, conversion)
         self.method = method
         self._cache: dict = {}
 
+    @constrained(noise=NOISE, sample_rate=SAMPLE_RATE)
     def event(self, noise: NoiseDistribution, sample_rate: float) -> EncodedStepEvent:
         """One step with ``noise`` at rate q on this accountant's code book."""
         return EncodedStepEvent(self.codes, noise, sample_rate, method=self.method,
                                 cache=self._cache)
 
+    @constrained(noise=NOISE, sample_rate=SAMPLE_RATE)
     def per_step_rdp(self, noise: NoiseDistribution, sample_rate: float) -> np.ndarray:
         """RDP of one step (Lemma 5) at every order of the accountant."""
         return self.event(noise, sample_rate).rdp(self.orders, self.neighboring)
 
+    @constrained(noise=NOISE, sample_rate=SAMPLE_RATE, num_steps=COUNT)
     def step(self, *, noise: NoiseDistribution, sample_rate: float,
              num_steps: int = 1) -> "EncodingAccountant":
-        t = check_int("num_steps", num_steps, low=1)
-        return self.compose(SelfComposedEvent(self.event(noise, sample_rate), t))
+        return self.compose(SelfComposedEvent(self.event(noise, sample_rate), num_steps))
 
 
+@constrained(codebook=CODEBOOK_ARRAY, noise=NOISE, sample_rate=SAMPLE_RATE, num_steps=COUNT,
+             delta=DELTA, orders=ORDERS_INT_OR_DEFAULT, conversion=CONVERSION, method=METHOD)
 def encoding_epsilon(codebook: object, noise: NoiseDistribution, sample_rate: float,
                      num_steps: int, delta: float, *, orders: object = None,
                      conversion: str = "improved", method: str = "auto") -> float:
@@ -286,6 +286,9 @@ def encoding_epsilon(codebook: object, noise: NoiseDistribution, sample_rate: fl
     return acc.step(noise=noise, sample_rate=sample_rate, num_steps=num_steps).get_epsilon(delta)
 
 
+@constrained(noise=NOISE, target_epsilon=POSITIVE, delta=DELTA, sample_rate=SAMPLE_RATE,
+             num_steps=COUNT, codebook=CODEBOOK_ARRAY, orders=ORDERS_INT_OR_DEFAULT,
+             conversion=CONVERSION, method=METHOD, bracket=_BRACKET, rtol=RTOL)
 def calibrate_noise_scale(noise: NoiseDistribution, target_epsilon: float, delta: float,
                           sample_rate: float, num_steps: int, codebook: object, *,
                           orders: object = None, conversion: str = "improved",
@@ -294,13 +297,8 @@ def calibrate_noise_scale(noise: NoiseDistribution, target_epsilon: float, delta
     """The noise of ``noise``'s family with the smallest scale (to relative precision ``rtol``)
     that makes T steps of Algorithm 1 (target_epsilon, δ)-DP: ε decreases with the scale, the
     root is found in log scale and returned on the safe side, so ε ≤ target_epsilon holds."""
-    noise = check_noise(noise)
-    eps = check_positive("target_epsilon", target_epsilon)
-    num_steps = check_int("num_steps", num_steps)
-    codes = _as_codes(codebook)
-
-    lo = check_positive("bracket[0]", bracket[0])
-    hi = check_positive("bracket[1]", bracket[1])
+    eps, codes = target_epsilon, codebook
+    lo, hi = bracket
 
     def accountant() -> EncodingAccountant:
         return EncodingAccountant(codes, orders, conversion=conversion, method=method)

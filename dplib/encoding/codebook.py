@@ -34,12 +34,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, check_real, shown
+from .._constraints import (Custom, Flag, InstanceOf, Integer, Interval, IsCallable,
+                            constrained, unconstrained)
+from .._validate import as_generator, shown
 
 __all__ = ["Codebook", "build_codebook", "clamp_thresholds", "encode", "gradient_values"]
 
+_NAN, _INF = float("nan"), float("inf")
+
+
+def _code_vectors(name: str, value: object) -> object:
+    """The code vectors as a float tensor (n_codes, d), every row non-negative, ascending."""
+    import torch
+    v = value
+    if not isinstance(v, torch.Tensor):
+        try:
+            v = torch.as_tensor(np.asarray(v, dtype=np.float32))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be an (n_codes, d) array of real numbers, "
+                             f"got {shown(value)}") from None
+    if v.ndim != 2 or v.shape[0] == 0 or v.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (n_codes, d), got shape "
+                         f"{tuple(v.shape)}")
+    if not torch.isfinite(v).all():
+        raise ValueError(f"{name} must be finite")
+    if (v < 0).any():
+        raise ValueError(f"{name} must be non-negative (sorted magnitudes |ψ|); "
+                         f"got {float(v.min()):g}")
+    if (v[:, 1:] < v[:, :-1]).any():
+        raise ValueError(f"{name}: every code vector must be sorted in ascending order")
+    return v
+
+
+_VECTORS = Custom(_code_vectors, "a non-empty (n_codes, d) array of finite reals >= 0, rows "
+                  "ascending", [None, "abc", [], [[_NAN, 1.0]], [1.0, 2.0], [[2.0, 1.0]],
+                                [[-1.0, 1.0]], [[1.0, _INF]]])
+
 
 @dataclass
+@constrained(vectors=_VECTORS)
 class Codebook:
     """Sorted magnitudes of the code vectors: ``vectors`` is a float tensor (n_codes, d), every
     row non-negative and ascending. Build one with :func:`build_codebook`."""
@@ -47,25 +80,6 @@ class Codebook:
     vectors: object   # torch.Tensor
 
     def __post_init__(self):
-        import torch
-        v = self.vectors
-        if not isinstance(v, torch.Tensor):
-            try:
-                v = torch.as_tensor(np.asarray(v, dtype=np.float32))
-            except (TypeError, ValueError):
-                raise ValueError(f"vectors must be an (n_codes, d) array of real numbers, "
-                                 f"got {shown(v)}") from None
-        if v.ndim != 2 or v.shape[0] == 0 or v.shape[1] == 0:
-            raise ValueError(f"vectors must be a non-empty 2-D array (n_codes, d), got shape "
-                             f"{tuple(v.shape)}")
-        if not torch.isfinite(v).all():
-            raise ValueError("vectors must be finite")
-        if (v < 0).any():
-            raise ValueError("vectors must be non-negative (sorted magnitudes |ψ|); "
-                             f"got {float(v.min()):g}")
-        if (v[:, 1:] < v[:, :-1]).any():
-            raise ValueError("every code vector must be sorted in ascending order")
-        self.vectors = v
         self._on: dict = {}
 
     @property
@@ -80,6 +94,8 @@ class Codebook:
     def norms(self):
         return self.vectors.double().norm(dim=1)
 
+    @unconstrained("called by the encoder (clamp_thresholds, declared) with the checked "
+                   "gradients' device and dtype")
     def on(self, device, dtype):
         """The vectors on ``device`` with ``dtype`` (cached), and their norms."""
         import torch
@@ -96,6 +112,31 @@ class Codebook:
         return self._on[key]
 
 
+_COUNT = Integer(min=1)
+#: A code book, as the encoder needs it (sorted torch vectors).
+_CODEBOOK = InstanceOf(Codebook, "a Codebook (build one with build_codebook)",
+                       bad=(None, np.eye(4), "abc"))
+
+
+def _gradients(name: str, value: object) -> object:
+    """Finite floating-point torch gradients (their shape against the code book is checked with
+    the code book)."""
+    import torch
+    if not isinstance(value, torch.Tensor):
+        raise ValueError(f"{name} must be a torch tensor, got {type(value).__name__}")
+    if not torch.is_floating_point(value):
+        raise ValueError(f"{name} must be floating point, got {value.dtype}")
+    if not torch.isfinite(value).all():
+        raise ValueError(f"{name} must be finite (got inf or nan)")
+    return value
+
+
+_GRADS = Custom(_gradients, "a finite floating-point torch tensor (d,) or (B, d)",
+                [None, "abc", [1.0, 2.0], np.ones(4)])
+
+
+@constrained(n_codes=_COUNT, dim=_COUNT, threshold=Interval(0.0, _INF, closed="left"),
+             keep_fraction=Interval(0.0, 1.0, closed="right"), norm=Interval(0.0, _INF))
 def build_codebook(n_codes: int, dim: int, *, rng: object, values: object = None,
                    threshold: float = 1e-5, keep_fraction: float = 1.0,
                    norm: float = 1.0, dtype=None) -> Codebook:
@@ -111,12 +152,8 @@ def build_codebook(n_codes: int, dim: int, *, rng: object, values: object = None
     float32 rounding of the norm, ~1e-7, is accounted for, not ignored).
     """
     import torch
-    n = check_int("n_codes", n_codes)
-    d = check_int("dim", dim)
+    n, d, thr, keep, nrm = n_codes, dim, threshold, keep_fraction, norm
     gen = as_generator(rng)
-    thr = check_real("threshold", threshold, low=0.0, low_open=False)
-    keep = check_real("keep_fraction", keep_fraction, low=0.0, high=1.0, high_open=False)
-    nrm = check_positive("norm", norm)
     if values is None:
         raw = gen.standard_normal((n, d))
     else:
@@ -139,6 +176,7 @@ def build_codebook(n_codes: int, dim: int, *, rng: object, values: object = None
     return Codebook(torch.as_tensor(mag / norms * nrm, dtype=dtype or torch.float32))
 
 
+@constrained(loss_fn=IsCallable("a loss function"), max_values=_COUNT)
 def gradient_values(model, loss_fn, x, y, *, max_values: int = 200_000, rng: object):
     """A sample of per-example gradient coordinates of ``model`` on (x, y) — the empirical
     distribution a code book can be drawn from (§3.1, Figure 1). Use *public* data here.
@@ -150,12 +188,13 @@ def gradient_values(model, loss_fn, x, y, *, max_values: int = 200_000, rng: obj
     g = per_example_grads(model, loss_fn, x, y)
     flat = np.concatenate([v.reshape(v.shape[0], -1).detach().cpu().numpy() for v in g.values()],
                           axis=1).ravel()
-    m = check_int("max_values", max_values)
+    m = max_values
     if flat.size > m:
         flat = as_generator(rng).choice(flat, size=m, replace=False)
     return flat
 
 
+@constrained(grads=_GRADS, codebook=_CODEBOOK)
 def clamp_thresholds(grads, codebook: Codebook):
     """Steps 1-2 of Algorithm 2 of Nasr, Shokri & Houmansadr (2020): the matched code vector of
     every row of ``grads`` and the clamp threshold of every coordinate.
@@ -173,20 +212,18 @@ def clamp_thresholds(grads, codebook: Codebook):
     Ties in |∇| are broken by ``torch.sort``; any order gives the same sorted magnitudes, hence
     the same match.
     """
+    return _thresholds(grads, codebook)
+
+
+def _thresholds(grads, codebook: Codebook):
+    """:func:`clamp_thresholds` for checked ``grads`` and ``codebook`` (the shapes are checked
+    here: they are a relation between the two)."""
     import torch
-    if not isinstance(grads, torch.Tensor):
-        raise ValueError(f"grads must be a torch tensor, got {type(grads).__name__}")
-    if not isinstance(codebook, Codebook):
-        raise ValueError(f"codebook must be a Codebook, got {type(codebook).__name__}")
     single = grads.ndim == 1
     g = grads[None, :] if single else grads
     if g.ndim != 2 or g.shape[1] != codebook.dim:
         raise ValueError(f"grads must have shape (d,) or (B, d) with d = codebook.dim = "
                          f"{codebook.dim}, got {tuple(grads.shape)}")
-    if not torch.is_floating_point(g):
-        raise ValueError(f"grads must be floating point, got {g.dtype}")
-    if not torch.isfinite(g).all():
-        raise ValueError("grads must be finite (got inf or nan)")
     psi, psi_norm = codebook.on(g.device, g.dtype)
     mag_sorted, order = torch.sort(g.abs(), dim=1)           # ascending, as ψ's rows
     # ∝ cosine (‖∇‖ is common per row); each row is scaled by its largest magnitude first (the
@@ -200,6 +237,7 @@ def clamp_thresholds(grads, codebook: Codebook):
     return thr, best
 
 
+@constrained(grads=_GRADS, codebook=_CODEBOOK, return_index=Flag())
 def encode(grads, codebook: Codebook, *, return_index: bool = False):
     """Algorithm 2 of Nasr, Shokri & Houmansadr (2020), batched: encode every row of ``grads``.
 
@@ -216,7 +254,7 @@ def encode(grads, codebook: Codebook, *, return_index: bool = False):
     (:func:`clamp_thresholds`), one clamp. A zero gradient is encoded as zero.
     """
     import torch
-    thr, best = clamp_thresholds(grads, codebook)   # validates grads and codebook
+    thr, best = _thresholds(grads, codebook)
     out = torch.maximum(torch.minimum(grads, thr), -thr)
     if return_index:
         return out, best

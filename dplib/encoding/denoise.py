@@ -23,30 +23,41 @@ the learning rate of each variant.
 """
 from __future__ import annotations
 
-from .moments import check_noise
-from .noise import NoiseDistribution
+from .._constraints import Custom, constrained
 from .._validate import shown
+from ._params import NOISE
+from .noise import NoiseDistribution
 
 __all__ = ["ks_distance", "ks_denoise"]
 
 
-def _check_values(name: str, values: object) -> None:
+def _check_values(name: str, values: object) -> object:
     import torch
     if not isinstance(values, torch.Tensor) or values.ndim == 0 or values.shape[-1] == 0:
         raise ValueError(f"{name} must be a torch tensor with at least one element in its last "
                          f"dimension, got {shown(values)}")
     if not torch.isfinite(values).all():
         raise ValueError(f"{name} must be finite (got inf or nan)")
+    return values
 
 
+#: Noisy values: a finite torch tensor with at least one element in its last dimension.
+_VALUES = Custom(_check_values, "a finite torch tensor, non-empty in its last dimension",
+                 [None, "abc", [], [float("nan")], [1.0, float("inf")], 1.0])
+
+
+@constrained(values=_VALUES, noise=NOISE)
 def ks_distance(values, noise: NoiseDistribution):
     """KS distance between the empirical distribution of the last dimension of ``values`` and
     ``noise``: max_i max(i/d − F(v_(i)), F(v_(i)) − (i − 1)/d) over the sorted values
     (the two-sided Kolmogorov–Smirnov statistic, as ``scipy.stats.kstest``). Torch in, torch out
     (one value per row; a 0-dim tensor for a vector)."""
+    return _ks(values, noise)
+
+
+def _ks(values, noise: NoiseDistribution):
+    """:func:`ks_distance` of checked arguments."""
     import torch
-    noise = check_noise(noise)
-    _check_values("values", values)
     v, _ = torch.sort(values.double(), dim=-1)
     d = v.shape[-1]
     F = noise.cdf_torch(v)
@@ -55,8 +66,8 @@ def ks_distance(values, noise: NoiseDistribution):
     return stat.to(values.dtype)
 
 
+@constrained(noisy=_VALUES, noise=NOISE)
 def ks_denoise(noisy, noise: NoiseDistribution):
     """(KS(∇̃, Z)·∇̃, KS) — the denoised gradient and the factor (post-processing)."""
-    _check_values("noisy", noisy)
-    factor = ks_distance(noisy, noise)
+    factor = _ks(noisy, noise)
     return noisy * factor.unsqueeze(-1) if noisy.ndim > 1 else noisy * factor, factor

@@ -35,7 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import quad_vec
 
-from .._validate import check_int, check_positive, check_real, check_real_array, shown
+from .._constraints import (Custom, Integer, Interval, Options, RealArray, constrained,
+                            unconstrained)
+from .._validate import shown
+from ..accounting._params import SAMPLE_RATE
+from ._params import NOISE, ORDERS_K, orders_int
 from .noise import NoiseDistribution
 
 __all__ = ["log_moments", "gaussian_log_moments", "laplace_log_moments", "small_shift_constant",
@@ -46,39 +50,28 @@ __all__ = ["log_moments", "gaussian_log_moments", "laplace_log_moments", "small_
 _INV_FACT = [1.0 / math.factorial(j) for j in range(13, 1, -1)]
 
 
+@unconstrained("a validator: it is the declaration NOISE's check (dplib.encoding._params)")
 def check_noise(noise: object) -> NoiseDistribution:
     """``noise`` if it is a :class:`NoiseDistribution`, else ``ValueError`` (the encoding
     modules' input check)."""
-    if not isinstance(noise, NoiseDistribution):
-        raise ValueError(f"noise must be a dplib.encoding NoiseDistribution (GaussianNoise, "
-                         f"LaplaceNoise, StudentTNoise, ScipyNoise), got {shown(noise)}")
-    return noise
+    return NOISE.check("noise", noise)
 
 
+@unconstrained("a validator: it is the check of the declarations ORDERS_K and ORDERS_INT "
+               "(dplib.encoding._params)")
 def check_orders_int(orders: object, *, low: int = 0) -> np.ndarray:
     """``orders`` as a 1-D float array of integers ≥ ``low``, else ``ValueError`` (Lemma 4 of
     Nasr, Shokri & Houmansadr 2020 is stated for integer orders)."""
-    try:
-        arr = np.atleast_1d(np.asarray(orders, dtype=float))
-    except (TypeError, ValueError):
-        raise ValueError(f"orders must be a non-empty 1-D array of integers >= {low}, "
-                         f"got {shown(orders)}") from None
-    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
-        raise ValueError(f"orders must be a non-empty 1-D array of integers >= {low}, "
-                         f"got {shown(orders)}")
-    bad = (arr != np.round(arr)) | (arr < low)
-    if bad.any():
-        raise ValueError(f"orders must be integers >= {low} (Lemma 4 expands the binomial "
-                         f"(1 − q + q·ratio)^α, which needs integer α), "
-                         f"got {shown(arr[bad][0])}")
-    return arr
+    return orders_int(orders, low=low)
 
 
-def _check_tau(tau: object) -> np.ndarray:
-    t = np.atleast_1d(check_real_array("tau", tau))
-    if t.size == 0:
-        raise ValueError("tau must hold at least one shift, got an empty array")
-    return t
+#: Shifts τ (code-vector coordinates): finite reals, a scalar or a non-empty array.
+_TAU = RealArray(family="array")
+#: As :data:`_TAU`, a scalar or a 1-D array.
+_TAU_1D = RealArray(max_ndim=1, family="array")
+_POSITIVE = Interval(0.0, math.inf)
+_K_MAX = Integer(min=2, family="int1")
+_TOL = Interval(0.0, math.inf, closed="left")
 
 
 def _expm1_minus_x(x: np.ndarray) -> np.ndarray:
@@ -157,6 +150,8 @@ def _block(noise: NoiseDistribution, us: np.ndarray, ks: np.ndarray, rtol: float
     return out.reshape(us.size, ks.size), float(err)
 
 
+@constrained(noise=NOISE, tau=_TAU_1D, orders=ORDERS_K, rtol=Interval(0.0, 1e-3, family="pos"),
+             chunk=Integer(min=1))
 def log_moments(noise: NoiseDistribution, tau: object, orders: object, *,
                 rtol: float = 1e-11, chunk: int = 16) -> np.ndarray:
     """h_k(τ) = log ∫ (z(x; τ)/z(x; 0))^k z(x; 0) dx for every τ in ``tau`` and integer k.
@@ -174,13 +169,7 @@ def log_moments(noise: NoiseDistribution, tau: object, orders: object, *,
 
     Returns an array of shape (len(tau), len(orders)).
     """
-    noise = check_noise(noise)
-    t = _check_tau(tau)
-    if t.ndim != 1:
-        raise ValueError(f"tau must be a scalar or 1-D array, got shape {t.shape}")
-    ks = check_orders_int(orders, low=0)
-    r = check_real("rtol", rtol, low=0.0, high=1e-3)
-    chunk = check_int("chunk", chunk)
+    t, ks, r = np.atleast_1d(tau), orders, rtol
     u = np.abs(t) / noise.scale
     out = np.zeros((u.size, ks.size))
     need_k = ks >= 2
@@ -205,15 +194,15 @@ def log_moments(noise: NoiseDistribution, tau: object, orders: object, *,
     return out
 
 
+@constrained(tau=_TAU, orders=ORDERS_K, sigma=_POSITIVE)
 def gaussian_log_moments(tau: object, orders: object, sigma: float) -> np.ndarray:
     """Closed form for N(0, σ²): h_k(τ) = k(k − 1)τ²/(2σ²) (Mironov 2017, Prop. 7:
     (k − 1)·D_k(N(τ, σ²) ‖ N(0, σ²)) with D_k = kτ²/(2σ²)). Shape (len(tau), len(orders))."""
-    t = _check_tau(tau)
-    k = check_orders_int(orders, low=0)
-    s = check_positive("sigma", sigma)
+    t, k, s = np.atleast_1d(tau), orders, sigma
     return k[None, :] * (k[None, :] - 1.0) * t[:, None] ** 2 / (2.0 * s * s)
 
 
+@constrained(tau=_TAU, orders=ORDERS_K, b=_POSITIVE)
 def laplace_log_moments(tau: object, orders: object, b: float) -> np.ndarray:
     """Closed form for Laplace(0, b), u = |τ|/b:
 
@@ -222,9 +211,7 @@ def laplace_log_moments(tau: object, orders: object, b: float) -> np.ndarray:
     (Mironov 2017, Table II, Laplace mechanism, with α = k). Written as log1p of
     [k·expm1((k−1)u) + (k−1)·expm1(−ku)]/(2k − 1) for small u, so it keeps its relative accuracy.
     k = 0 gives 0 (the formula's 0/(−1)·… terms are handled separately)."""
-    t = _check_tau(tau)
-    k = check_orders_int(orders, low=0)[None, :]
-    bb = check_positive("b", b)
+    t, k, bb = np.atleast_1d(tau), orders[None, :], b
     u = np.abs(t)[:, None] / bb
     kk = np.maximum(k, 1.0)
     with np.errstate(over="ignore"):
@@ -237,6 +224,7 @@ def laplace_log_moments(tau: object, orders: object, b: float) -> np.ndarray:
     return np.where(k <= 1, 0.0, out)
 
 
+@constrained(noise=NOISE, orders=ORDERS_K)
 def small_shift_constant(noise: NoiseDistribution, orders: object) -> np.ndarray:
     """lim_{τ→0} h_k(τ)/τ² = k(k − 1)·F/2, with F the Fisher information of the noise's location
     family (F = 1/s² for the Gaussian, 1/b² for Laplace, (ν + 1)/((ν + 3)s²) for Student-t).
@@ -250,8 +238,7 @@ def small_shift_constant(noise: NoiseDistribution, orders: object) -> np.ndarray
     variance in this regime. The expansion is derived above (second-order Taylor expansion of
     (1 + Δ)^k); the tests check the limit numerically for Laplace and Student-t.
     """
-    noise = check_noise(noise)
-    k = check_orders_int(orders, low=0)
+    k = orders
     return k * (k - 1.0) * noise.fisher_information / 2.0
 
 
@@ -278,6 +265,17 @@ def _direct_scipy_logpdf(lp):
     return lambda x: fn(np.asarray(x, dtype=float), *shapes)
 
 
+def _log_density(name: str, value: object) -> object:
+    lp = value.logpdf if isinstance(value, NoiseDistribution) else value
+    if not callable(lp):
+        raise ValueError(f"{name} must be a NoiseDistribution or a callable, got {shown(value)}")
+    return lp
+
+
+@constrained(logpdf=Custom(_log_density, "a NoiseDistribution or a log-density callable",
+                           [None, 1.0, "gaussian"]),
+             tau=Interval(), sample_rate=SAMPLE_RATE, alpha=Interval(1.0, math.inf),
+             direction=Options("remove", "add"))
 def mixture_renyi_1d(logpdf, tau: float, sample_rate: float, alpha: float, *,
                      direction: str = "remove") -> float:
     """D_α between the subsampled pair in one dimension, by direct quadrature (a check, not fast).
@@ -288,15 +286,8 @@ def mixture_renyi_1d(logpdf, tau: float, sample_rate: float, alpha: float, *,
     ``scipy.stats`` one, to see that eq. 14 — add ≤ remove — needs symmetry). Works for real
     α > 1. Returns inf when the integral diverges.
     """
-    lp = logpdf.logpdf if isinstance(logpdf, NoiseDistribution) else logpdf
-    if not callable(lp):
-        raise ValueError(f"logpdf must be a NoiseDistribution or a callable, got {shown(logpdf)}")
-    lp = _direct_scipy_logpdf(lp)
-    t = check_real("tau", tau)
-    q = check_real("sample_rate", sample_rate, low=0.0, high=1.0, high_open=False)
-    a = check_real("alpha", alpha, low=1.0)
-    if direction not in ("remove", "add"):
-        raise ValueError(f"direction must be 'remove' or 'add', got {shown(direction)}")
+    lp = _direct_scipy_logpdf(logpdf)
+    t, q, a = tau, sample_rate, alpha
     from scipy.integrate import quad
 
     def log_mix(x):
@@ -344,6 +335,7 @@ def mixture_renyi_1d(logpdf, tau: float, sample_rate: float, alpha: float, *,
 
 # --- a table of h_k on a geometric grid, with a rigorous bound between grid points ----------------
 
+@unconstrained("data container built by moment_table from its checked arguments")
 @dataclass
 class MomentTable:
     """h_k(u) = log I_k for the standardised family (scale 1) on a geometric grid of u.
@@ -371,6 +363,7 @@ class MomentTable:
     values: np.ndarray        # h_k(u_j), shape (len(grid), len(orders))
     c0: np.ndarray            # k(k − 1)F/2, shape (len(orders),)
 
+    @constrained(tol=_TOL)
     def check(self, tol: float = 1e-8) -> None:
         """Verify conditions M and R (and h ≥ 0, and the small-shift limit) on the grid."""
         ratio = self.values / self.grid[:, None] ** 2
@@ -392,6 +385,7 @@ class MomentTable:
         # F is known only numerically (ScipyNoise computes it to ~1e-5)
         self.c0 = np.maximum(self.c0, ratio[0])
 
+    @constrained(u=RealArray(nonempty=False))
     def bound(self, u: object) -> np.ndarray:
         """Upper bound on h_k(u) for every u (≥ 0, standardised) and k; shape (len(u), n_k)."""
         u = np.abs(np.atleast_1d(np.asarray(u, dtype=float)))
@@ -403,6 +397,8 @@ class MomentTable:
                         / self.grid[np.maximum(j, 0), None] ** 2, self.c0[None, :])
         return coef * u[:, None] ** 2
 
+    @unconstrained("called by code_log_moments (declared) with the checked code book over the "
+                   "noise scale; its range against the table is checked in the body")
     def code_log_moments(self, codes_u: np.ndarray) -> np.ndarray:
         """Upper bounds on L_k(ψ) = Σ_i h_k(ψ_i) for every row of ``codes_u`` (standardised,
         ≥ 0), shape (n_codes, n_k). One bincount of u² per grid bin and one matrix product."""
@@ -505,6 +501,7 @@ def _raise_if_known_violation(key, k_max: int, u_max: float) -> None:
         raise ValueError(bad[2])
 
 
+@constrained(noise=NOISE, k_max=_K_MAX, u_max=_POSITIVE, tol=_TOL)
 def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
                    tol: float = 1e-8) -> None:
     """Verify numerically that h_k(u) = log I_k(u) is non-decreasing on a geometric grid of
@@ -517,10 +514,7 @@ def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
     :class:`MomentTable` covers the range has already been checked (beyond a table's range only
     the rest is integrated, from the table's last grid point). Raises ``ValueError``."""
     from .noise import GaussianNoise, LaplaceNoise
-    noise = check_noise(noise)
-    kmax = check_int("k_max", k_max, low=2)
-    um = check_positive("u_max", u_max)
-    tol = check_real("tol", tol, low=0.0, low_open=False)
+    kmax, um = k_max, u_max
     if isinstance(noise, (GaussianNoise, LaplaceNoise)):
         return
     key = noise.key
@@ -547,6 +541,7 @@ def check_monotone(noise: NoiseDistribution, k_max: int, u_max: float, *,
         _MONOTONE[key] = (kmax, um)
 
 
+@constrained(noise=NOISE, k_max=_K_MAX, u_max=_POSITIVE)
 def moment_table(noise: NoiseDistribution, k_max: int, u_max: float) -> MomentTable:
     """The (cached) :class:`MomentTable` of ``noise``'s family for orders 2…k_max, covering
     standardised shifts up to at least ``u_max``. Grid: 32 points per decade from 1e-4.
@@ -556,9 +551,7 @@ def moment_table(noise: NoiseDistribution, k_max: int, u_max: float) -> MomentTa
     up to 10 ship with dplib (``dplib/data/encoding_moment_tables.json``, the same quadrature run
     once by ``benchmarks/encoding_moment_tables.py``, with its provenance) and are read from
     there instead of integrated again."""
-    noise = check_noise(noise)
-    kmax = check_int("k_max", k_max, low=2)
-    um = check_positive("u_max", u_max)
+    kmax, um = k_max, u_max
     hi_dec = max(int(math.ceil(math.log10(um) - 1e-12)), _LOW_DECADE + 1)
     key = noise.key
     _raise_if_known_violation(key, kmax, um)

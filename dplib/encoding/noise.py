@@ -23,16 +23,69 @@ Torch sampling takes an explicit ``torch.Generator`` (seeded runs repeat exactly
 from __future__ import annotations
 
 import math
+import sys
+from math import nan as NAN
+
 import numpy as np
 from scipy import special
 
-from .._validate import check_positive, check_real, shown
+from .._constraints import Custom, Interval, Options, constrained, unconstrained
+from .._validate import shown
 
 __all__ = ["NoiseDistribution", "GaussianNoise", "LaplaceNoise", "StudentTNoise", "ScipyNoise",
            "make_noise", "NOISE_FAMILIES"]
 
 #: The families :func:`make_noise` knows by name.
 NOISE_FAMILIES = ("gaussian", "laplace", "student_t")
+
+#: A noise scale s > 0 (finite); Student-t's degrees of freedom ν > 0.
+_SCALE = Interval(0.0, math.inf)
+_DF = Interval(0.0, math.inf)
+
+
+def _shape(name: str, value: object) -> tuple:
+    """A sample shape: an integer ≥ 0 or a sequence of them (as ``torch.empty`` takes)."""
+    dims = (value,) if isinstance(value, (int, np.integer)) else value
+    try:
+        ok = (not isinstance(dims, (str, bytes)) and all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
+            for n in dims))
+    except TypeError:
+        ok = False
+    if not ok or isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer >= 0 or a tuple of them, got {shown(value)}")
+    return int(value) if isinstance(value, np.integer) else value
+
+
+def _generator(name: str, value: object) -> object:
+    torch = sys.modules.get("torch")      # a torch.Generator exists only once torch is loaded
+    if value is not None and (torch is None or not isinstance(value, torch.Generator)):
+        raise ValueError(f"{name} must be None or a torch.Generator, got {shown(value)}")
+    return value
+
+
+def _frozen_scipy(name: str, value: object) -> object:
+    if not hasattr(value, "logpdf") or not hasattr(value, "dist"):
+        raise ValueError(f"{name} must be a frozen scipy.stats continuous distribution, "
+                         f"got {shown(value)}")
+    return value
+
+
+def _fisher(name: str, value: object) -> float | None:
+    return None if value is None else _SCALE.check(name, value)
+
+
+_SHAPE = Custom(_shape, "an integer >= 0 or a tuple of them",
+                [-1, 2.5, "3", None, (2, -1), (2.0,), True])
+_GENERATOR = Custom(_generator, "None or a torch.Generator", [0, "seed", 1.5])
+_SCIPY_DIST = Custom(_frozen_scipy, "a frozen scipy.stats continuous distribution",
+                     [None, 1.0, "norm"])
+_FISHER = Custom(_fisher, "None or a real > 0", [0.0, -1.0, NAN, math.inf, "1.0", True])
+_HOOK = ("a standardised-density hook, called in the quadrature's inner loop "
+         "(dplib.encoding.moments) with checked arrays")
+_DENSITY = ("a density evaluated at any real x (±inf give -inf or 0/1, NaN gives NaN, as "
+            "scipy.stats does)")
+_CDF_TORCH = "the CDF of a torch tensor, called by ks_distance (declared) with its checked values"
 
 
 class NoiseDistribution:
@@ -46,16 +99,20 @@ class NoiseDistribution:
     #: points where the standardised log-density is not smooth (Laplace: 0); quadrature splits there
     kinks: tuple[float, ...] = ()
 
+    @constrained(scale=_SCALE)
     def __init__(self, scale: float) -> None:
-        self.scale = check_positive("scale", scale)
+        self.scale = scale
 
     # --- what subclasses provide (standardised, scale 1) ---------------------------------------
+    @unconstrained("abstract: " + _HOOK)
     def std_logpdf(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    @unconstrained("abstract: " + _HOOK)
     def std_cdf(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    @unconstrained(_HOOK)
     def std_log_ratio(self, y: np.ndarray, u: np.ndarray) -> np.ndarray:
         """log z₀(y − u) − log z₀(y). Subclasses override it with a form that does not
         cancel when u is tiny (the quadrature of Lemma 4's integrals needs it to full relative
@@ -77,10 +134,12 @@ class NoiseDistribution:
         return (self.family,)
 
     # --- derived, in physical units --------------------------------------------------------------
+    @unconstrained(_DENSITY)
     def logpdf(self, x: np.ndarray) -> np.ndarray:
         """log z(x) = log z₀(x/s) − log s."""
         return self.std_logpdf(np.asarray(x, dtype=float) / self.scale) - math.log(self.scale)
 
+    @unconstrained(_DENSITY)
     def cdf(self, x: np.ndarray) -> np.ndarray:
         return self.std_cdf(np.asarray(x, dtype=float) / self.scale)
 
@@ -99,10 +158,12 @@ class NoiseDistribution:
         """Fisher information of the location family at this scale, F₀/s²."""
         return self.std_fisher / self.scale**2
 
+    @unconstrained("abstract: each subclass declares the scale of its family")
     def with_scale(self, scale: float) -> "NoiseDistribution":
         """The same family at another scale."""
         raise NotImplementedError
 
+    @constrained(shape=_SHAPE, generator=_GENERATOR)
     def sample(self, shape, *, generator=None, device=None, dtype=None):
         """A torch tensor of i.i.d. draws of shape ``shape`` (on ``device``). Floating-point
         draws: not safe against the attack of Mironov 2012 (fine for training noise as documented
@@ -112,6 +173,7 @@ class NoiseDistribution:
         dtype = dtype or torch.get_default_dtype()
         return self.scale * self._std_sample(shape, generator, device, dtype)
 
+    @unconstrained(_CDF_TORCH)
     def cdf_torch(self, x):
         """The CDF of a torch tensor (default: through NumPy/SciPy on the CPU)."""
         import torch
@@ -136,13 +198,16 @@ class GaussianNoise(NoiseDistribution):
     std_mean_abs = math.sqrt(2.0 / math.pi)
     std_variance = 1.0
 
+    @unconstrained(_HOOK)
     def std_logpdf(self, y):
         y = np.asarray(y, dtype=float)
         return -0.5 * y * y - 0.5 * math.log(2.0 * math.pi)
 
+    @unconstrained(_HOOK)
     def std_cdf(self, y):
         return special.ndtr(np.asarray(y, dtype=float))
 
+    @unconstrained(_HOOK)
     def std_log_ratio(self, y, u):
         return u * (y - 0.5 * u)
 
@@ -150,10 +215,12 @@ class GaussianNoise(NoiseDistribution):
         import torch
         return torch.randn(shape, generator=generator, device=device, dtype=dtype)
 
+    @unconstrained(_CDF_TORCH)
     def cdf_torch(self, x):
         import torch
         return torch.special.ndtr(x / self.scale)
 
+    @constrained(scale=_SCALE)
     def with_scale(self, scale):
         return GaussianNoise(scale)
 
@@ -167,13 +234,16 @@ class LaplaceNoise(NoiseDistribution):
     std_mean_abs = 1.0
     std_variance = 2.0
 
+    @unconstrained(_HOOK)
     def std_logpdf(self, y):
         return -np.abs(np.asarray(y, dtype=float)) - math.log(2.0)
 
+    @unconstrained(_HOOK)
     def std_cdf(self, y):
         y = np.asarray(y, dtype=float)
         return np.where(y < 0, 0.5 * np.exp(np.minimum(y, 0.0)), 1.0 - 0.5 * np.exp(-np.abs(y)))
 
+    @unconstrained(_HOOK)
     def std_log_ratio(self, y, u):
         # |y| − |y − u| for u ≥ 0: −u left of 0, u right of u, 2y − u in between (no cancellation)
         return np.clip(2.0 * y - u, -u, u)
@@ -184,12 +254,14 @@ class LaplaceNoise(NoiseDistribution):
         u = _uniform(shape, generator, device, dtype) - 0.5
         return -torch.sign(u) * torch.log1p(-2.0 * u.abs())
 
+    @unconstrained(_CDF_TORCH)
     def cdf_torch(self, x):
         import torch
         y = x / self.scale
         return torch.where(y < 0, 0.5 * torch.exp(torch.clamp(y, max=0.0)),
                            1.0 - 0.5 * torch.exp(-y.abs()))
 
+    @constrained(scale=_SCALE)
     def with_scale(self, scale):
         return LaplaceNoise(scale)
 
@@ -210,9 +282,10 @@ class StudentTNoise(NoiseDistribution):
 
     family = "student_t"
 
+    @constrained(df=_DF, scale=_SCALE)
     def __init__(self, df: float, scale: float = 1.0) -> None:
         super().__init__(scale)
-        self.df = check_real("df", df, low=0.0)
+        self.df = df
         nu = self.df
         self._log_c = (special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2)
                        - 0.5 * math.log(nu * math.pi))
@@ -226,13 +299,16 @@ class StudentTNoise(NoiseDistribution):
     def key(self):
         return (self.family, self.df)
 
+    @unconstrained(_HOOK)
     def std_logpdf(self, y):
         y = np.asarray(y, dtype=float)
         return self._log_c - 0.5 * (self.df + 1.0) * np.log1p(y * y / self.df)
 
+    @unconstrained(_HOOK)
     def std_cdf(self, y):
         return special.stdtr(self.df, np.asarray(y, dtype=float))
 
+    @unconstrained(_HOOK)
     def std_log_ratio(self, y, u):
         # −(ν+1)/2 · log[(ν + (y−u)²)/(ν + y²)] = −(ν+1)/2 · log1p((u² − 2uy)/(ν + y²))
         return -0.5 * (self.df + 1.0) * np.log1p(u * (u - 2.0 * y) / (self.df + y * y))
@@ -255,6 +331,7 @@ class StudentTNoise(NoiseDistribution):
             out = torch.cat([out, t])
         return out[:n].reshape(shape).to(dtype)
 
+    @constrained(scale=_SCALE)
     def with_scale(self, scale):
         return StudentTNoise(self.df, scale)
 
@@ -271,11 +348,9 @@ class ScipyNoise(NoiseDistribution):
     differences of the log-density) when not given.
     """
 
+    @constrained(dist=_SCIPY_DIST, fisher=_FISHER)
     def __init__(self, dist, *, fisher: float | None = None, kinks: tuple = (0.0,)) -> None:
         kw = dict(getattr(dist, "kwds", {}))
-        if not hasattr(dist, "logpdf") or not hasattr(dist, "dist"):
-            raise ValueError(f"dist must be a frozen scipy.stats continuous distribution, "
-                             f"got {shown(dist)}")
         if kw.pop("loc", 0.0) != 0.0:
             raise ValueError(f"dist must have loc = 0 (the mean is added by the mechanism), "
                              f"got loc={shown(dist.kwds['loc'])}")
@@ -334,6 +409,7 @@ class ScipyNoise(NoiseDistribution):
     def key(self):
         return (self.family, self._shape)
 
+    @unconstrained(_HOOK)
     def std_logpdf(self, y):
         y = np.asarray(y, dtype=float)
         if getattr(self, "_fast", None) is not None:
@@ -341,6 +417,7 @@ class ScipyNoise(NoiseDistribution):
             return np.asarray(fn(y, *shapes), dtype=float)
         return self._std.logpdf(y)
 
+    @unconstrained(_HOOK)
     def std_cdf(self, y):
         return self._std.cdf(np.asarray(y, dtype=float))
 
@@ -350,23 +427,23 @@ class ScipyNoise(NoiseDistribution):
         vals = self._std.rvs(size=shape, random_state=np.random.default_rng(seed))
         return torch.as_tensor(vals, dtype=dtype, device=device)
 
+    @constrained(scale=_SCALE)
     def with_scale(self, scale):
         new = object.__new__(ScipyNoise)
         new.__dict__.update(self.__dict__)
-        new.scale = check_positive("scale", scale)
+        new.scale = scale
         return new
 
     def __repr__(self):
         return f"ScipyNoise({self.family}, scale={self.scale:g})"
 
 
+@constrained(family=Options(*NOISE_FAMILIES), scale=_SCALE, df=_DF)
 def make_noise(family: str, scale: float, *, df: float = 9.0) -> NoiseDistribution:
     """A noise distribution by name: ``"gaussian"``, ``"laplace"`` or ``"student_t"`` (``df``)."""
     if family == "gaussian":
         return GaussianNoise(scale)
     if family == "laplace":
         return LaplaceNoise(scale)
-    if family == "student_t":
-        return StudentTNoise(df, scale)
-    raise ValueError(f"family must be one of {list(NOISE_FAMILIES)}, got {shown(family)}")
+    return StudentTNoise(df, scale)
 

@@ -35,13 +35,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._validate import check_int, check_positive, check_probability, check_real, shown
+from .._constraints import Flag, Interval, IsCallable, constrained, unconstrained
+from .._validate import shown
+from ..accounting._params import COUNT, DELTA, SAMPLE_RATE
 from ..device import release_generator
 from ..samplers import poisson_batches
+from ._params import (CODEBOOK, GRADS_2D, METHOD, NOISE, OPTIONAL_CALLABLE, OPTIONAL_COUNT,
+                      OPTIONAL_POSITIVE, ORDERS_INT_OR_DEFAULT, STEP_SIZE)
 from .accounting import EncodedStepEvent, EncodingAccountant
 from .codebook import Codebook, encode
 from .denoise import ks_denoise
-from .moments import check_noise
 from .noise import NoiseDistribution
 from ..training.not_private import NotPrivate
 
@@ -54,6 +57,8 @@ __all__ = ["encoded_sum", "EncodingPrivatizer", "encoded_noisy_gradient", "train
            "EncodedTrainResult", "flat_grads", "privatization_error"]
 
 
+@unconstrained("reshapes the dict of per-example gradient tensors that dplib.training's "
+               "per_example_grads returns; any such dict is valid")
 def flat_grads(grads: dict) -> "torch.Tensor":  # noqa: F821
     """Concatenate per-example gradients {name: [B, *shape]} into one [B, d] tensor (in the
     dict's order, which is ``model.named_parameters()`` order)."""
@@ -70,6 +75,8 @@ def _unflatten(vec, like: dict) -> dict:
     return out
 
 
+@constrained(loss_fn=IsCallable("a loss function"), codebook=CODEBOOK,
+             chunk_size=OPTIONAL_COUNT)
 def encoded_sum(model, loss_fn: Callable, x, y, *, codebook: Codebook,
                 chunk_size: int | None = None) -> tuple[dict, dict]:
     """Steps 2–3 of Algorithm 1: Σ_i enc(∇_i) over the batch (x, y), as one flat tensor under the
@@ -86,7 +93,7 @@ def encoded_sum(model, loss_fn: Callable, x, y, *, codebook: Codebook,
     p0 = next(iter(params.values()))
     total = torch.zeros(d, device=p0.device, dtype=p0.dtype)
     b = int(x.shape[0])
-    step = b if chunk_size is None else check_int("chunk_size", chunk_size)
+    step = b if chunk_size is None else chunk_size
     changed = 0
     for s in range(0, b, max(step, 1)):           # chunks of examples, not single examples
         # never raises on a batch: a failing example gets NaN rows, zeroed just below
@@ -99,6 +106,7 @@ def encoded_sum(model, loss_fn: Callable, x, y, *, codebook: Codebook,
 
 
 @dataclass(frozen=True)
+@constrained(codebook=CODEBOOK, noise=NOISE, denoise=Flag(), method=METHOD)
 class EncodingPrivatizer:
     """Steps 4–5 of Algorithm 1 as the engine's privatizer (:mod:`dplib.training.engine`):
     i.i.d. ``noise`` on the encoded sum, then optionally the KS correction, a function of the
@@ -109,6 +117,8 @@ class EncodingPrivatizer:
     denoise: bool = True
     method: str = "auto"
 
+    @unconstrained("the engine's hook (dplib.training.engine.dpsgd_loop), called once per step "
+                   "with the private sum and the run's generator")
     def add_noise(self, total: dict, generator) -> tuple[dict, dict]:
         flat = total["flat"]
         if isinstance(generator, (list, tuple)):
@@ -123,12 +133,15 @@ class EncodingPrivatizer:
             factor = float(f)
         return {"flat": noisy}, {"ks": factor}
 
+    @constrained(sample_rate=SAMPLE_RATE, steps=COUNT)
     def event(self, sample_rate: float, steps: int):
         from ..accounting import SelfComposedEvent
         return SelfComposedEvent(EncodedStepEvent(self.codebook, self.noise, sample_rate,
                                                   method=self.method), steps)
 
 
+@constrained(loss_fn=IsCallable("a loss function"), codebook=CODEBOOK, noise=NOISE,
+             expected_batch_size=STEP_SIZE, denoise=Flag(), chunk_size=OPTIONAL_COUNT)
 def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook,
                            noise: NoiseDistribution, expected_batch_size: float,
                            denoise: bool = True, generator=None,
@@ -144,14 +157,14 @@ def encoded_noisy_gradient(model, loss_fn: Callable, x, y, *, codebook: Codebook
 
     Float noise: Z is drawn in floating point, not safe against Mironov's 2012 attack.
     """
-    noise = check_noise(noise)
-    denom = check_positive("expected_batch_size", expected_batch_size)
+    denom = expected_batch_size
     total, info = encoded_sum(model, loss_fn, x, y, codebook=codebook, chunk_size=chunk_size)
     noisy, extra = EncodingPrivatizer(codebook, noise, denoise).add_noise(total, generator)
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
     return _unflatten(noisy["flat"] / denom, params), {**info, **extra}
 
 
+@unconstrained("record built by train_encoded from its checked arguments")
 @dataclass
 class EncodedTrainResult:
     """What :func:`train_encoded` returns (mirrors :class:`dplib.training.TrainResult`).
@@ -173,6 +186,7 @@ class EncodedTrainResult:
     not_private: NotPrivate = field(default_factory=NotPrivate)
     seed: int | None = None
 
+    @unconstrained("forwards to dplib.reporting.privacy_report, which checks the facts")
     def privacy_report(self, **public_facts: object) -> "PrivacyReport":
         """This run's complete privacy statement, read from the run:
         :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
@@ -180,6 +194,11 @@ class EncodedTrainResult:
         return privacy_report(self, **public_facts)
 
 
+@constrained(codebook=CODEBOOK, noise=NOISE, sample_rate=SAMPLE_RATE, lr=STEP_SIZE,
+             epochs=OPTIONAL_POSITIVE, steps=OPTIONAL_COUNT, denoise=Flag(), delta=DELTA,
+             momentum=Interval(0.0, 1.0, closed="left"), eval_every=OPTIONAL_COUNT,
+             loss_fn=OPTIONAL_CALLABLE, orders=ORDERS_INT_OR_DEFAULT, chunk_size=OPTIONAL_COUNT,
+             accountant_method=METHOD, expected_batch_size=OPTIONAL_POSITIVE)
 def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribution,
                   sample_rate: float, lr: float, epochs: float | None = None,
                   steps: int | None = None, denoise: bool = True, delta: float = 1e-5,
@@ -206,15 +225,8 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     from ..training.engine import EpsilonTracker, batch_sizes, dpsgd_loop
 
     check_dp_compatible(model)
-    if not isinstance(codebook, Codebook):
-        raise ValueError(f"codebook must be a Codebook, got {type(codebook).__name__}")
-    noise = check_noise(noise)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    lr = check_positive("lr", lr)
-    mom = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
+    q, mom = sample_rate, momentum
     seed = release_seed(seed)
-    if not isinstance(denoise, bool):
-        raise ValueError(f"denoise must be True or False, got {shown(denoise)}")
     if (epochs is None) == (steps is None):
         raise ValueError(f"give exactly one of epochs and steps, got epochs={shown(epochs)}, "
                          f"steps={shown(steps)}")
@@ -223,10 +235,8 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
     x, y = as_tensors(train_data, "train_data", finite=True)
     y = y.long()
     n = int(x.shape[0])
-    T = steps_for_epochs(epochs, q) if steps is None else check_int("steps", steps)
-    chunk_size = None if chunk_size is None else check_int("chunk_size", chunk_size)
-    every = max(1, int(round(1 / q))) if eval_every is None else check_int("eval_every",
-                                                                           eval_every)
+    T = steps_for_epochs(epochs, q) if steps is None else steps
+    every = max(1, int(round(1 / q))) if eval_every is None else eval_every
     loss = F.cross_entropy if loss_fn is None else loss_fn
     dev = as_device(device)
     model.to(dev)
@@ -243,8 +253,7 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
                          chunk_size=min(chunk_size or 1024, 1024))
     check_sum_range(float(codebook.norms.max()), 0.0, n, narrowest_dtype(model))
     batches = poisson_batches(n, q, T, rng=np.random.default_rng(seed))
-    denom = q * n if expected_batch_size is None else check_positive("expected_batch_size",
-                                                                      expected_batch_size)
+    denom = q * n if expected_batch_size is None else expected_batch_size
     gen = torch.Generator(device="cpu")
     gen.manual_seed(seed)
     named = {k: p for k, p in model.named_parameters() if p.requires_grad}
@@ -284,6 +293,7 @@ def train_encoded(model, train_data, *, codebook: Codebook, noise: NoiseDistribu
                                   else math.nan))
 
 
+@constrained(grads=GRADS_2D, codebook=CODEBOOK, noise=NOISE, num_draws=COUNT)
 def privatization_error(grads, codebook: Codebook, noise: NoiseDistribution, *,
                         num_draws: int = 20, generator=None) -> dict:
     """How far the privatised gradient is from the original one (the paper's Figure 6, ℓ1).
@@ -293,10 +303,7 @@ def privatization_error(grads, codebook: Codebook, noise: NoiseDistribution, *,
     the encoding part ‖Σ enc − S‖₁ ("encoding_l1"), and d·E|Z| ("noise_l1", exact).
     """
     import torch
-    noise = check_noise(noise)
-    m = check_int("num_draws", num_draws)
-    if not isinstance(grads, torch.Tensor) or grads.ndim != 2:
-        raise ValueError("grads must be a [B, d] torch tensor")
+    m = num_draws
     s = grads.double().sum(0)
     e = encode(grads, codebook).double().sum(0)
     generator = release_generator(generator, grads.device)

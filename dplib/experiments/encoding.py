@@ -23,10 +23,14 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import check_int, check_positive, shown
+from .._constraints import InstanceOf, Integer, Options, constrained
+from ..accounting._params import COUNT, DELTA, POSITIVE, SAMPLE_RATE
 from ..encoding import (INTEGER_ORDERS, Codebook, NoiseDistribution, StudentTNoise,
                         build_codebook, calibrate_noise_scale, codebook_rdp, encode, make_noise,
                         privatization_error, train_encoded)
+from ..encoding._params import CODEBOOK as _CODEBOOK
+from ..encoding._params import NOISE as _NOISE
+from ..encoding._params import OPTIONAL_CALLABLE as _LOG
 from ..tables import format_table as tables_format
 
 __all__ = ["METHODS", "gaussian_sigma_for_epsilon", "digits_problem", "method_noise",
@@ -37,7 +41,13 @@ __all__ = ["METHODS", "gaussian_sigma_for_epsilon", "digits_problem", "method_no
 METHODS = ("dpsgd", "alg1_gaussian", "alg1_gaussian_denoise", "alg1_student_t",
            "alg1_student_t_denoise")
 
+_METHOD = Options(*METHODS)
+_SEED = Integer(min=0)
+_PROBLEM = InstanceOf(dict, "the dict digits_problem returns", bad=(None, [], "digits"))
+_RESULT = InstanceOf(dict, "the dict compare_on_digits returns", bad=(None, [], "table"))
 
+
+@constrained(target_epsilon=POSITIVE, delta=DELTA, sample_rate=SAMPLE_RATE, num_steps=COUNT)
 def gaussian_sigma_for_epsilon(target_epsilon: float, delta: float, sample_rate: float,
                                num_steps: int) -> float:
     """The smallest σ (relative precision 1e-8, on the safe side) such that T steps of the
@@ -45,7 +55,7 @@ def gaussian_sigma_for_epsilon(target_epsilon: float, delta: float, sample_rate:
     (:class:`dplib.accounting.RDPAccountant` with ``INTEGER_ORDERS``): DP-SGD's noise in the
     comparison with Algorithm 1, accounted on the same orders."""
     from ..accounting import RDPAccountant, calibrate, dpsgd_event
-    eps = check_positive("target_epsilon", target_epsilon)
+    eps = target_epsilon
     lo, hi = 0.2, 200.0
     try:
         sigma = calibrate(lambda s: dpsgd_event(s, sample_rate, num_steps), eps, delta,
@@ -61,6 +71,7 @@ def gaussian_sigma_for_epsilon(target_epsilon: float, delta: float, sample_rate:
     return sigma
 
 
+@constrained(n_codes=COUNT, batch_size=COUNT, seed=_SEED)
 def digits_problem(*, hidden: tuple = (32,), n_codes: int = 1000, batch_size: int = 64,
                    seed: int = 0) -> dict:
     """Data (digits, seeded split), the model factory, the code book (standard-Gaussian draws as
@@ -73,24 +84,26 @@ def digits_problem(*, hidden: tuple = (32,), n_codes: int = 1000, batch_size: in
     def model(s=0):
         return make_mlp(64, 10, hidden=tuple(hidden), seed=s)
     d = sum(p.numel() for p in model().parameters())
-    cb = build_codebook(check_int("n_codes", n_codes), d, rng=seed)
+    cb = build_codebook(n_codes, d, rng=seed)
     return {"data": data, "model": model, "codebook": cb, "dim": d, "n": n,
-            "sample_rate": check_int("batch_size", batch_size) / n}
+            "sample_rate": batch_size / n}
 
 
+@constrained(method=_METHOD, sigma=POSITIVE, epsilon=POSITIVE, delta=DELTA,
+             sample_rate=SAMPLE_RATE, steps=COUNT, codebook=_CODEBOOK, df=POSITIVE)
 def method_noise(method: str, sigma: float, epsilon: float, delta: float, sample_rate: float,
                  steps: int, codebook: Codebook, *, df: float = 9.0) -> NoiseDistribution:
     """The noise a method uses at this ε: N(0, σ²) for DP-SGD and Algorithm 1 with Gaussian
     noise (the same ε by construction: norm-1 code vectors), and for Student-t the scale that
     gives the same ε under the code-book accountant (:func:`calibrate_noise_scale`)."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}, got {shown(method)}")
     if "student_t" in method:
         return calibrate_noise_scale(StudentTNoise(df, sigma), epsilon, delta, sample_rate,
                                      steps, codebook, orders=INTEGER_ORDERS)
     return make_noise("gaussian", sigma)
 
 
+@constrained(method=_METHOD, problem=_PROBLEM, noise=_NOISE, epochs=POSITIVE, lr=POSITIVE,
+             seed=_SEED, delta=DELTA)
 def run_method(method: str, problem: dict, noise: NoiseDistribution, *, epochs: float,
                lr: float, seed: int, delta: float = 1e-5, device=None) -> dict:
     """Train one model; returns validation and test accuracy, ε (integer orders), the mean and
@@ -98,8 +111,6 @@ def run_method(method: str, problem: dict, noise: NoiseDistribution, *, epochs: 
     changed, and the wall-clock time."""
     from ..accounting import RDPAccountant
     from ..training import evaluate, train
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}, got {shown(method)}")
     data, q = problem["data"], problem["sample_rate"]
     model = problem["model"](seed)
     t0 = time.perf_counter()
@@ -126,6 +137,8 @@ def run_method(method: str, problem: dict, noise: NoiseDistribution, *, epochs: 
             "seconds": time.perf_counter() - t0}
 
 
+@constrained(epochs=POSITIVE, batch_size=COUNT, seeds=COUNT, n_codes=COUNT, delta=DELTA,
+             log=_LOG)
 def compare_on_digits(*, epsilons=(2.0, 4.0, 8.0), epochs: float = 10, batch_size: int = 64,
                       seeds: int = 20, tune_seeds=(0, 100), hidden: tuple = (32,),
                       n_codes: int = 1000, lr_grid=(0.1, 0.25, 0.6, 1.5),
@@ -193,6 +206,7 @@ def compare_on_digits(*, epsilons=(2.0, 4.0, 8.0), epochs: float = 10, batch_siz
             "rows": rows}
 
 
+@constrained(result=_RESULT, method=_METHOD, log=_LOG)
 def same_lr_control(result: dict, *, method: str = "alg1_gaussian", device=None,
                     log: Callable[[str], None] | None = None) -> list[dict]:
     """DP-SGD re-run at the learning rate ``method`` was tuned to, on the same seeds: the paired
@@ -221,6 +235,7 @@ def same_lr_control(result: dict, *, method: str = "alg1_gaussian", device=None,
     return out
 
 
+@constrained(codebook=_CODEBOOK, sample_rate=SAMPLE_RATE, num_draws=COUNT)
 def l1_versus_d2(codebook: Codebook, grads, d2_values, *, families=("gaussian", "laplace",
                  "student_t"), sample_rate: float = 1.0, num_draws: int = 20,
                  seed: int | None = None) -> list[dict]:
@@ -251,6 +266,7 @@ def l1_versus_d2(codebook: Codebook, grads, d2_values, *, families=("gaussian", 
     return out
 
 
+@constrained(n_codes=COUNT, batch=COUNT, repeats=COUNT, seed=_SEED)
 def encoding_throughput(*, dims=(2442, 100_000), n_codes: int = 1000, batch: int = 256,
                         device=None, repeats: int = 5, seed: int = 0) -> list[dict]:
     """Encoded vectors per second (best of ``repeats``) for each model size d."""
@@ -276,6 +292,7 @@ def encoding_throughput(*, dims=(2442, 100_000), n_codes: int = 1000, batch: int
     return out
 
 
+@constrained(result=_RESULT)
 def format_table(result: dict) -> str:
     """The accuracy/ε table of :func:`compare_on_digits` as text (one row per ε)."""
     rows = result["rows"]

@@ -27,7 +27,6 @@ from dplib.testing._sweep import declared_bad_values, public_callables
 NOT_MIGRATED = (
     "dplib.attacks",
     "dplib.deployments",
-    "dplib.encoding",
     "dplib.experiments",
     "dplib.features",
     "dplib.icl",
