@@ -20,7 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .._validate import check_choice
+from .._common_params import FLAG, POSITIVE, SEED_OR_NONE
+from .._constraints import Interval, Options, constrained, unconstrained
+from ..device import DEVICE
 
 __all__ = ["digits_recipe", "main"]
 
@@ -33,6 +35,9 @@ def _rank_world() -> tuple[int, int]:
     return 0, 1
 
 
+@constrained(data=Options("digits", "mnist"), epochs=POSITIVE,
+             sample_rate=Interval(0.0, 1.0, closed="right"), target_epsilon=POSITIVE, lr=POSITIVE,
+             ghost=FLAG, seed=SEED_OR_NONE, device=DEVICE)
 def digits_recipe(*, data: str = "digits", epochs: float = 10.0, sample_rate: float = 0.1,
                   target_epsilon: float = 2.0, lr: float = 0.2, ghost: bool = True,
                   seed: int | None = None, device: object = "cpu") -> dict:
@@ -46,7 +51,6 @@ def digits_recipe(*, data: str = "digits", epochs: float = 10.0, sample_rate: fl
     from ..datasets import load_digits, load_mnist
     from ..training.distributed import train_distributed
     from ..training.models import make_logistic_regression, make_mnist_cnn
-    check_choice("data", data, ("digits", "mnist"))
     rank, world = _rank_world()
     if data == "digits":
         split, net = load_digits(seed=0), make_logistic_regression(64, 10)
@@ -64,6 +68,8 @@ def digits_recipe(*, data: str = "digits", epochs: float = 10.0, sample_rate: fl
             "world_size": world, "seconds": time.perf_counter() - t0}
 
 
+@unconstrained("command-line entry point: argparse checks argv, and digits_recipe (declared) "
+               "the values it parses")
 def main(argv: Sequence[str] | None = None) -> dict:
     """``[torchrun --nproc_per_node=W] python -m dplib.experiments.distributed --data digits``:
     join the process group torchrun set up (gloo on CPU, nccl on GPUs; without torchrun, one

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..tables import format_table
+from .._common_params import NONNEGATIVE, PATH, TEXT, optional
+from .._constraints import Custom, constrained
 from .._validate import shown
+from ..tables import format_table
 
 __all__ = ["SPEED_TABLE", "UTILITY_TABLE", "load_speed_table", "format_speed_table",
            "speed_ratios", "load_utility_table", "utility_accuracy"]
@@ -32,24 +34,39 @@ def _load(path: str | Path, script: str) -> dict:
     return json.loads(p.read_text())
 
 
+def _table(kind: str, key: str, types: tuple) -> Custom:
+    """A stored table: a dict whose ``key`` entry is of one of ``types``."""
+    what = f"a stored {kind} table (a dict with '{key}')"
+
+    def check(name: str, value: object) -> dict:
+        if not isinstance(value, dict) or not isinstance(value.get(key), types):
+            raise ValueError(f"{name} must be {what}, got {shown(value)}"[:300])
+        return value
+    return Custom(check, what, [None, {}, "abc", 3, {key: "x"}])
+
+
+_UTILITY = _table("utility", "results", (list,))
+_SPEED = _table("speed", "results", (dict,))
+
+
+@constrained(path=PATH)
 def load_speed_table(path: str | Path = SPEED_TABLE) -> dict:
     """The stored speed table: ``{"device", "threads", "batch", "results": {model: {...}},
     "provenance": {...}}``."""
     return _load(path, "dpsgd_speed.py --threads 1 --save")
 
 
+@constrained(path=PATH)
 def load_utility_table(path: str | Path = UTILITY_TABLE) -> dict:
     """The stored accuracy-per-ε table: ``{"protocol", "results": [one row per (recipe, ε)],
     "provenance": {...}, ...}``."""
     return _load(path, "dpsgd_utility.py --save")
 
 
+@constrained(table=_UTILITY, recipe=TEXT, epsilon=optional(NONNEGATIVE))
 def utility_accuracy(table: dict, recipe: str, epsilon: float | None) -> tuple[float, float]:
     """(mean, std) test accuracy in % of ``recipe`` at ``epsilon`` (None: non-private; 0: the
-    public-data-only row)."""
-    if not isinstance(table, dict) or not isinstance(table.get("results"), list):
-        raise ValueError(f"table must be a stored utility table (a dict with a 'results' list), "
-                         f"got {shown(table)}"[:300])
+    public-data-only row); the pair must be one of the table's rows."""
     for row in table["results"]:
         if row["recipe"] == recipe and row["epsilon"] == epsilon:
             return 100 * row["test_accuracy_mean"], 100 * row["test_accuracy_std"]
@@ -58,11 +75,10 @@ def utility_accuracy(table: dict, recipe: str, epsilon: float | None) -> tuple[f
                      f"{shown((recipe, epsilon))}"[:600])
 
 
+@constrained(table=_SPEED, model=TEXT)
 def speed_ratios(table: dict, model: str) -> dict[str, float]:
-    """Milliseconds per step of every method of ``model`` divided by the non-private step's."""
-    if not isinstance(table, dict) or not isinstance(table.get("results"), dict):
-        raise ValueError(f"table must be a stored speed table (a dict with 'results'), got "
-                         f"{shown(table)}"[:300])
+    """Milliseconds per step of every method of ``model`` (one of the table's models) divided by
+    the non-private step's."""
     if model not in table["results"]:
         raise ValueError(f"model must be one of {sorted(table['results'])} (a stored speed "
                          f"table's models), got {shown(model)}")
@@ -70,11 +86,9 @@ def speed_ratios(table: dict, model: str) -> dict[str, float]:
     return {m: v / ms["non-private"] for m, v in ms.items()}
 
 
+@constrained(table=_SPEED)
 def format_speed_table(table: dict) -> str:
     """One row per (model, method): ms per step, × non-private, × Opacus hooks, peak MB."""
-    if not isinstance(table, dict) or "results" not in table:
-        raise ValueError(f"table must be a stored speed table (a dict with 'results'), got "
-                         f"{shown(table)}"[:300])
     rows = []
     for model, res in table["results"].items():
         ms, mem = res["ms_per_step"], res.get("peak_mb", {})

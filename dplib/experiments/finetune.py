@@ -46,7 +46,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_choice, check_int, check_positive, check_real, shown
+from .._common_params import FLAG, NONNEGATIVE, PATH_OR_NONE, POSITIVE, SEED, int_range, optional
+from .._constraints import (Custom, InstanceOf, Integer, Interval, Options, constrained,
+                            unconstrained)
+from .._validate import check_int, shown
+from ._finetune_params import EPSILON_OR_NONE, epsilon_list, method_list
 
 __all__ = ["METHODS", "SETTINGS", "EPSILONS", "DELTA", "DigitsTransfer", "digits_transfer",
            "pretrain_digits", "digits_model", "finetune_digits", "calibrated_sigma", "noise_norm",
@@ -74,6 +78,27 @@ FINETUNE_TABLE = __import__("pathlib").Path(__file__).resolve().parents[1] / "da
     "finetune_utility.json"
 
 
+_METHOD = Options(*METHODS)
+
+
+def _ranks(name: str, value: object) -> tuple:
+    if not isinstance(value, (tuple, list)):
+        raise ValueError(f"{name} must be a tuple of positive integers, got {shown(value)}")
+    for r in value:
+        check_int(name, r)
+    return value
+
+
+def _stored_table(key: str, what: str) -> Custom:
+    def check(name: str, value: object) -> object:
+        if not isinstance(value, dict) or key not in value:
+            raise ValueError(f"{name} must be a stored fine-tuning table {what}, got "
+                             f"{shown(value)}"[:200])
+        return value
+    return Custom(check, f"a stored fine-tuning table {what}", [None, {}, 3, "abc", []])
+
+
+@unconstrained("data record built by digits_transfer from its checked arguments")
 @dataclass(frozen=True)
 class DigitsTransfer:
     """Public images of the digits 0–4 (labels 0–4) and private images of 5–9 (labels 0–4 for
@@ -84,15 +109,12 @@ class DigitsTransfer:
     test: tuple[torch.Tensor, torch.Tensor]
 
 
+@constrained(n_private=int_range(10, 800, what="an integer in [10, 800] (896 private images, "
+                                              "at least 96 for the test)"), seed=SEED)
 def digits_transfer(*, n_private: int = 500, seed: int) -> DigitsTransfer:
     """The split of the module docstring: every image of 0–4 public (901 images); the 896 images
     of 5–9 shuffled by ``seed``, the first ``n_private`` private, the rest the test set."""
     from sklearn.datasets import load_digits
-    n_private = check_int("n_private", n_private, low=10)
-    if n_private > 800:
-        raise ValueError(f"n_private must be an integer in [10, 800] (896 private images, at "
-                         f"least 96 for the test), got {shown(n_private)}")
-    seed = check_int("seed", seed, low=0)
     d = load_digits()
     x = (d.data / 16.0).astype(np.float32)
     y = d.target.astype(np.int64)
@@ -105,22 +127,34 @@ def digits_transfer(*, n_private: int = 500, seed: int) -> DigitsTransfer:
     return DigitsTransfer(t(np.flatnonzero(pub), 0), t(tr, 5), t(te, 5))
 
 
+_DATA = InstanceOf(DigitsTransfer, "a DigitsTransfer (digits_transfer())", bad=(None, 3, "x"))
+
+
+def _pretrained(name: str, value: object) -> nn.Module:
+    if not isinstance(value, nn.Sequential) or len(value) != 6:
+        raise ValueError(f"{name} must be the nn.Sequential of pretrain_digits(), got "
+                         f"{shown(value)}"[:200])
+    return value
+
+
+_PRETRAINED = Custom(_pretrained, "the nn.Sequential of pretrain_digits()",
+                     [None, 3, "model", nn.Linear(2, 2)])
+
+
+@constrained(data=_DATA, epochs=Integer(min=1), seed=SEED)
 def pretrain_digits(data: DigitsTransfer, *, epochs: int = 30, seed: int) -> nn.Module:
     """The public model: :func:`dplib.training.make_mlp` (64 → 128 → 128 → 5, tanh) trained
     WITHOUT privacy (σ = 0, no clipping) on the public images only, SGD with momentum 0.9,
     learning rate 0.2, batches of expected size 225 (q = 0.25). Its last layer (index 5 of the
     ``nn.Sequential``) is the head that fine-tuning replaces."""
     from ..training import make_mlp, train
-    if not isinstance(data, DigitsTransfer):
-        raise ValueError(f"data must be a DigitsTransfer (digits_transfer()), got {shown(data)}")
-    epochs = check_int("epochs", epochs)
-    seed = check_int("seed", seed, low=0)
     model = make_mlp(64, len(PUBLIC_CLASSES), HIDDEN, seed=seed)
     train(model, data.public, sample_rate=0.25, epochs=epochs, lr=0.2, momentum=0.9,
           noise_multiplier=0.0, max_grad_norm=math.inf, seed=seed)
     return model
 
 
+@constrained(method=_METHOD, pretrained=_PRETRAINED, rank=Integer(min=1), seed=SEED)
 def digits_model(method: str, pretrained: nn.Module, *, rank: int = 4,
                  seed: int) -> nn.Module:
     """The network ``method`` fine-tunes: a copy of ``pretrained`` with a new zero-initialised
@@ -130,12 +164,6 @@ def digits_model(method: str, pretrained: nn.Module, *, rank: int = 4,
     :func:`~dplib.training.make_mlp` of the same shape from ``seed``, every weight trainable."""
     from ..training import make_mlp
     from ..training.finetune import prepare_finetune
-    method = check_choice("method", method, METHODS)
-    rank = check_int("rank", rank)
-    seed = check_int("seed", seed, low=0)
-    if not isinstance(pretrained, nn.Sequential) or len(pretrained) != 6:
-        raise ValueError(f"pretrained must be the nn.Sequential of pretrain_digits(), got "
-                         f"{shown(pretrained)}"[:200])
     if method == "scratch":
         return make_mlp(64, 5, HIDDEN, seed=seed)
     model = copy.deepcopy(pretrained)
@@ -150,6 +178,8 @@ def digits_model(method: str, pretrained: nn.Module, *, rank: int = 4,
     return prepare_finetune(model, method, head="5")
 
 
+@constrained(data=_DATA, pretrained=_PRETRAINED, method=_METHOD, epsilon=EPSILON_OR_NONE,
+             seed=SEED, rank=Integer(min=1), epochs=optional(NONNEGATIVE))
 def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
                     epsilon: float | None, *, seed: int, rank: int = 4,
                     epochs: float | None = None) -> dict:
@@ -160,13 +190,9 @@ def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
     "trainable", "noise_multiplier", "steps", "sample_rate", "noise_norm"}`` (``noise_norm``: :func:`noise_norm` of the run)."""
     from ..training import evaluate, train
     from ..training.finetune import trainable_parameter_count
-    method = check_choice("method", method, METHODS)
-    if epsilon is not None:
-        epsilon = check_positive("epsilon", epsilon)
-    seed = check_int("seed", seed, low=0)
     s = dict(SETTINGS[method])
     if epochs is not None:
-        s["epochs"] = check_real("epochs", epochs, low=0.0)
+        s["epochs"] = epochs
     model = digits_model(method, pretrained, rank=rank, seed=seed)
     d = trainable_parameter_count(model)
     # σ calibrated to (ε, δ) at (q, T) as train(target_epsilon=ε) does, once per (ε, q, T)
@@ -181,16 +207,14 @@ def finetune_digits(data: DigitsTransfer, pretrained: nn.Module, method: str,
             "noise_norm": noise_norm(d, sigma, 1.0, s["sample_rate"] * n)}
 
 
+@constrained(epsilon=POSITIVE, sample_rate=Interval(0.0, 1.0, closed="right"), epochs=POSITIVE)
 def calibrated_sigma(epsilon: float, sample_rate: float, epochs: float) -> float:
     """σ = :func:`dplib.accounting.calibrate_noise` (ε, :data:`DELTA`, q, T = round(epochs/q)),
     the RDP accountant's calibration, exactly what :func:`dplib.training.train` computes for
     ``target_epsilon=ε`` at these settings; remembered per (ε, q, epochs), so the methods of one
     privacy level calibrate once."""
     from ..training.config import steps_for_epochs
-    e = check_positive("epsilon", epsilon)
-    q = check_real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True, high_open=False)
-    ep = check_positive("epochs", epochs)
-    return _calibrated_sigma(float(e), float(q), steps_for_epochs(ep, q))
+    return _calibrated_sigma(epsilon, sample_rate, steps_for_epochs(epochs, sample_rate))
 
 
 @functools.lru_cache(maxsize=128)
@@ -199,19 +223,22 @@ def _calibrated_sigma(epsilon: float, sample_rate: float, steps: int) -> float:
     return float(calibrate_noise(epsilon, DELTA, sample_rate, steps, "rdp"))
 
 
+@constrained(trainable=Integer(min=1), noise_multiplier=NONNEGATIVE, max_grad_norm=POSITIVE,
+             batch_size=POSITIVE)
 def noise_norm(trainable: int, noise_multiplier: float, max_grad_norm: float,
                batch_size: float) -> float:
     """E‖ξ‖ for the noise ξ ~ N(0, (σC/B)² I_d) of one averaged DP-SGD update (Abadi et al. 2016,
     Alg. 1): σC/B · √2 Γ((d+1)/2)/Γ(d/2), which is σC√d/B up to a factor in [√(d/(d+1)), 1]
     (the mean of a chi distribution with d degrees of freedom)."""
-    d = check_int("trainable", trainable)
-    s = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-    c = check_positive("max_grad_norm", max_grad_norm)
-    b = check_positive("batch_size", batch_size)
+    d, s, c, b = trainable, noise_multiplier, max_grad_norm, batch_size
     chi = math.sqrt(2.0) * math.exp(math.lgamma((d + 1) / 2) - math.lgamma(d / 2))
     return s * c / b * chi
 
 
+@constrained(seeds=Integer(min=1),
+             epsilons=epsilon_list(none_allowed=True), quick=FLAG, methods=method_list(METHODS),
+             lora_ranks=Custom(_ranks, "a tuple of positive integers", [(0,), (2.5,), 3, None]),
+             rank_repeats=Integer(min=1))
 def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = False,
                   methods: tuple = METHODS, lora_ranks: tuple = (),
                   rank_repeats: int = 3) -> dict:
@@ -225,22 +252,8 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
     instead of each method's setting. ``lora_ranks``: a sweep of LoRA's rank, every rank at every
     ε (and without noise) for ``rank_repeats`` seeds 0, 1, … (``rank_rows``; the table's own rank,
     4, is copied from ``rows``, whose seeds are the same runs)."""
-    seeds = check_int("seeds", seeds)
-    if not isinstance(quick, bool):
-        raise ValueError(f"quick must be True or False, got {shown(quick)}")
-    eps_list = list(epsilons) if isinstance(epsilons, (tuple, list)) else None
-    if not eps_list or any(e is not None and not (isinstance(e, (int, float)) and
-                                                  math.isfinite(e) and e > 0) for e in eps_list):
-        raise ValueError(f"epsilons must be a non-empty tuple of positive numbers (or None), "
-                         f"got {shown(epsilons)}")
-    if not isinstance(methods, (tuple, list)) or not methods:
-        raise ValueError(f"methods must be a non-empty tuple from {METHODS}, got {shown(methods)}")
-    for m in methods:
-        check_choice("methods", m, METHODS)
-    if not isinstance(lora_ranks, (tuple, list)):
-        raise ValueError(f"lora_ranks must be a tuple of positive integers, got {shown(lora_ranks)}")
-    ranks = [check_int("lora_ranks", r) for r in lora_ranks]
-    rank_repeats = check_int("rank_repeats", rank_repeats)
+    eps_list = list(epsilons)
+    ranks = [int(r) for r in lora_ranks]
     if ranks and ("lora" not in methods or rank_repeats > seeds):
         raise ValueError(f"rank_repeats must be at most seeds={seeds} and methods must include "
                          f"'lora' for a rank sweep, got rank_repeats={shown(rank_repeats)}, "
@@ -275,6 +288,7 @@ def utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS, quick: bool = F
             "rank_seeds": rank_repeats, "rank_rows": rank_rows}
 
 
+@constrained(path=PATH_OR_NONE)
 def load_finetune_table(path: str | None = None) -> dict:
     """The stored table of ``benchmarks/finetune_utility.py`` (default :data:`FINETUNE_TABLE`)."""
     import json
@@ -285,13 +299,11 @@ def load_finetune_table(path: str | None = None) -> dict:
     return json.loads(p.read_text())
 
 
+@constrained(table=_stored_table("rows", "(a dict with 'rows')"), method=_METHOD,
+             epsilon=EPSILON_OR_NONE)
 def table_accuracy(table: dict, method: str, epsilon: float | None) -> tuple[float, float]:
     """Mean and standard deviation (over seeds, in %) of ``method`` at ``epsilon`` in ``table``
     (None: the non-private row)."""
-    if not isinstance(table, dict) or "rows" not in table:
-        raise ValueError(f"table must be a stored fine-tuning table (a dict with 'rows'), got "
-                         f"{shown(table)}"[:200])
-    method = check_choice("method", method, METHODS)
     acc = [100 * r["accuracy"] for r in table["rows"]
            if r["method"] == method and r["epsilon"] == epsilon]
     if not acc:
@@ -299,14 +311,12 @@ def table_accuracy(table: dict, method: str, epsilon: float | None) -> tuple[flo
     return statistics.mean(acc), (statistics.stdev(acc) if len(acc) > 1 else 0.0)
 
 
+@constrained(table=_stored_table("rank_rows", "with a rank sweep (a dict with 'rank_rows')"),
+             rank=Integer(min=1), epsilon=EPSILON_OR_NONE)
 def rank_accuracy(table: dict, rank: int, epsilon: float | None) -> tuple[float, float]:
     """Mean and standard deviation (over seeds, in %) of LoRA of rank ``rank`` at ``epsilon``
     (None: without noise) in the rank sweep of ``table`` (:func:`utility_table`'s
     ``rank_rows``)."""
-    if not isinstance(table, dict) or "rank_rows" not in table:
-        raise ValueError(f"table must be a stored fine-tuning table with a rank sweep (a dict "
-                         f"with 'rank_rows'), got {shown(table)}"[:200])
-    rank = check_int("rank", rank)
     acc = [100 * r["accuracy"] for r in table["rank_rows"]
            if r["rank"] == rank and r["epsilon"] == epsilon]
     if not acc:
@@ -330,6 +340,7 @@ class _MeanPooledClassifier(nn.Module):
         return self.head((h * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1))
 
 
+@constrained(num_classes=Integer(min=2), pretrained=FLAG, seed=SEED)
 def text_classifier(num_classes: int = 2, *, pretrained: bool = True, seed: int):
     """The tiny GPT-2 of :func:`dplib.icl.tiny_lm.load_tiny_lm` (``pretrained=False``: the same
     architecture, randomly initialised from ``seed``) as a classifier: a zero-initialised linear
@@ -337,10 +348,6 @@ def text_classifier(num_classes: int = 2, *, pretrained: bool = True, seed: int)
     Sequences are padded on the RIGHT, so under GPT-2's causal attention no real token attends to
     a pad and each example's output depends on its own tokens only. Returns (model, tokenizer)."""
     from ..icl.tiny_lm import load_tiny_lm
-    num_classes = check_int("num_classes", num_classes, low=2)
-    seed = check_int("seed", seed, low=0)
-    if not isinstance(pretrained, bool):
-        raise ValueError(f"pretrained must be True or False, got {shown(pretrained)}")
     lm = load_tiny_lm()
     gpt = lm.model
     if not pretrained:
@@ -352,13 +359,23 @@ def text_classifier(num_classes: int = 2, *, pretrained: bool = True, seed: int)
                                  lm.tokenizer.pad_token_id), lm.tokenizer
 
 
+def _texts(name: str, value: object) -> object:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
+        raise ValueError(f"{name} must be a list of strings, got {shown(value)}"[:200])
+    return value
+
+
+def _tokenizer(name: str, value: object) -> object:
+    if not hasattr(value, "pad_token_id"):
+        raise ValueError(f"{name} must be a Hugging Face tokenizer, got {shown(value)}"[:200])
+    return value
+
+
+@constrained(tokenizer=Custom(_tokenizer, "a Hugging Face tokenizer", [None, 3, "tok"]),
+             texts=Custom(_texts, "a list of strings", [None, "abc", [1], 3]),
+             length=Integer(min=1))
 def encode_texts(tokenizer, texts, length: int = 8) -> torch.Tensor:
     """Token ids [n, ``length``] of ``texts`` (truncated, right-padded with the pad token)."""
-    length = check_int("length", length)
-    if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
-        raise ValueError(f"texts must be a list of strings, got {shown(texts)}"[:200])
-    if not hasattr(tokenizer, "pad_token_id"):
-        raise ValueError(f"tokenizer must be a Hugging Face tokenizer, got {shown(tokenizer)}"[:200])
     ids = np.full((len(texts), length), tokenizer.pad_token_id, dtype=np.int64)
     for i, t in enumerate(texts):       # tokenisation is per string (the tokenizer's API)
         e = tokenizer(t)["input_ids"][:length]

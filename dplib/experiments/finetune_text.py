@@ -30,12 +30,13 @@ guarantee (a deployment picks its settings on public data, chapter 12).
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import torch
 
-from .._validate import check_choice, check_int, check_positive, shown
+from .._common_params import FLAG, SEED, optional
+from .._constraints import Integer, Options, constrained
+from ._finetune_params import EPSILON_OR_NONE, epsilon_list, method_list
 from .finetune import DELTA, EPSILONS, encode_texts, text_classifier
 
 __all__ = ["TEXT_METHODS", "TEXT_SETTINGS", "TEXT_LENGTH", "TEXT_TABLE", "finetune_text",
@@ -70,6 +71,8 @@ def _text_model(method: str, seed: int):
     return model, tok
 
 
+@constrained(method=Options(*TEXT_METHODS), epsilon=EPSILON_OR_NONE, seed=SEED,
+             steps=optional(Integer(min=1)))
 def finetune_text(method: str, epsilon: float | None, *, seed: int,
                   steps: int | None = None) -> dict:
     """Train :data:`TEXT_METHODS` ``method`` on the private reviews with DP-SGD at
@@ -81,13 +84,9 @@ def finetune_text(method: str, epsilon: float | None, *, seed: int,
     from ..icl.data import load_book_data
     from ..training import evaluate, train
     from ..training.finetune import trainable_parameter_count
-    method = check_choice("method", method, TEXT_METHODS)
-    if epsilon is not None:
-        epsilon = check_positive("epsilon", epsilon)
-    seed = check_int("seed", seed, low=0)
     s = dict(TEXT_SETTINGS[method])
     if steps is not None:
-        s["steps"] = check_int("steps", steps)
+        s["steps"] = steps
     reviews = load_book_data("sentiment")
     model, tok = _text_model(method, seed)
     x = encode_texts(tok, list(reviews.pool_texts), length=TEXT_LENGTH)
@@ -103,6 +102,8 @@ def finetune_text(method: str, epsilon: float | None, *, seed: int,
             "sample_rate": s["sample_rate"]}
 
 
+@constrained(seeds=Integer(min=1), epsilons=epsilon_list(none_allowed=False),
+             methods=method_list(TEXT_METHODS), quick=FLAG)
 def text_utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS,
                        methods: tuple = TEXT_METHODS, quick: bool = False) -> dict:
     """Every method of ``methods`` at every ε of ``epsilons`` and without noise, for training
@@ -111,19 +112,7 @@ def text_utility_table(*, seeds: int = 5, epsilons: tuple = EPSILONS,
     "seeds", "quick"}`` — the layout of the image table, so
     :func:`dplib.experiments.finetune.table_accuracy` reads it."""
     from ..icl.data import load_book_data
-    seeds = check_int("seeds", seeds)
-    if not isinstance(quick, bool):
-        raise ValueError(f"quick must be True or False, got {shown(quick)}")
-    eps_list = list(epsilons) if isinstance(epsilons, (tuple, list)) else None
-    if not eps_list or any(not (isinstance(e, (int, float)) and math.isfinite(e) and e > 0)
-                           for e in eps_list):
-        raise ValueError(f"epsilons must be a non-empty tuple of positive numbers, "
-                         f"got {shown(epsilons)}")
-    if not isinstance(methods, (tuple, list)) or not methods:
-        raise ValueError(f"methods must be a non-empty tuple from {TEXT_METHODS}, "
-                         f"got {shown(methods)}")
-    for m in methods:
-        check_choice("methods", m, TEXT_METHODS)
+    eps_list = list(epsilons)
     rows = [finetune_text(m, e, seed=s, steps=4 if quick else None)
             for m in methods for e in [*eps_list, None] for s in range(seeds)]
     reviews = load_book_data("sentiment")

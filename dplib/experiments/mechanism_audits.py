@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_real
+from .._common_params import FLAG
+from .._constraints import Interval, constrained
 from ..attacks.catalogue import MechanismAudit
 
 __all__ = ["mechanism_audits"]
@@ -90,6 +91,7 @@ def _icl_audits(eps: float) -> list:
     return out
 
 
+@constrained(epsilon=Interval(0.0, 20.0), include_broken=FLAG)
 def mechanism_audits(epsilon: float = 1.0, *, include_broken: bool = True) -> list:
     """The audits of every mechanism in :mod:`dplib.mechanisms` (and of the subsampled Gaussian
     the accountants analyse), each on a worst-case neighbouring pair, at privacy level ε.
@@ -113,7 +115,7 @@ def mechanism_audits(epsilon: float = 1.0, *, include_broken: bool = True) -> li
                               textbook_float_laplace)
     from ..samplers import poisson_batches
 
-    eps = check_real("epsilon", epsilon, low=0.0, high=20.0)
+    eps = epsilon
     audits = []
 
     # randomized response: one respondent answering 1 vs 0 (replace-one adjacency).

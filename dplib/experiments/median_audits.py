@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_probability, check_real
+from .._common_params import FRACTION_OPEN, RNG
+from .._constraints import Integer, Interval, constrained
 from ..attacks.catalogue import MechanismAudit
 from ..selection.ptr import ptr_median
 from ..selection.smooth_sensitivity import median_sensitivity_at_distance, smooth_median
@@ -35,12 +36,17 @@ def _local_noise_median(x: np.ndarray, eps: float, n: int, g: np.random.Generato
     return med + (g.laplace(0.0, ls / eps, n) if ls > 0 else np.zeros(n))
 
 
+#: ε ∈ (0, 5] and δ ∈ (0, 0.1] of the audited releases.
+_EPSILON = Interval(0.0, 5.0, closed="right", family="pos")
+_DELTA = Interval(0.0, 0.1, closed="right")
+
+
+@constrained(epsilon=_EPSILON, delta=_DELTA)
 def median_audits(epsilon: float = 1.0, delta: float = 1e-3) -> list[MechanismAudit]:
     """The audits of the module note at ``epsilon`` ∈ (0, 5] and ``delta`` ∈ (0, 0.1]: the
     broken local-sensitivity release, the smooth-sensitivity median (Cauchy, ε-DP; Laplace,
     (ε, δ)) and propose-test-release with bound 1 ((2ε, δ))."""
-    eps = check_real("epsilon", epsilon, low=0.0, high=5.0, high_open=False)
-    dlt = check_real("delta", delta, low=0.0, high=0.1, high_open=False)
+    eps, dlt = epsilon, delta
 
     def broken(n, g):
         return ((_local_noise_median(_D, eps, n, g) == 0).astype(float),
@@ -67,14 +73,14 @@ def median_audits(epsilon: float = 1.0, delta: float = 1e-3) -> list[MechanismAu
                            note="Dwork & Lei 2009, (2ε, δ)")]
 
 
+@constrained(epsilon=_EPSILON, delta=_DELTA, n=Integer(min=100, family="int1"), rng=RNG,
+             confidence=FRACTION_OPEN)
 def median_audit_table(epsilon: float = 1.0, delta: float = 1e-3, *, n: int = 20000,
                        rng: np.random.Generator | int, confidence: float = 0.95) -> list[dict]:
     """Run :func:`median_audits` with ``n`` runs per side; one row per audit: ``name``,
     ``broken``, ``claimed`` ε, ``delta``, ``epsilon_lower`` (the audit's bound), ``refuted``
     (bound > claimed). ``rng``: the auditor's generator or seed. About 1 s at the defaults."""
-    n = check_int("n", n, low=100)
-    conf = check_probability("confidence", confidence, low_open=True, high_open=True)
-    g = as_generator(rng)
+    conf, g = confidence, rng
     rows = []
     for audit in median_audits(epsilon, delta):
         res = audit.run(n, rng=g, confidence=conf)

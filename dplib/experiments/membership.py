@@ -33,7 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._common_params import FLAG
+from .._constraints import Custom, Options, constrained, unconstrained
 from .._validate import check_int, shown
+from ..device import DEVICE
 
 __all__ = ["SETTINGS", "N_TARGETS", "N_SHADOWS", "WIDGET_SIZES", "WIDGET_EPSILONS",
            "WIDGET_SHADOWS", "WIDGET_ATTACKS", "CANARY_RUNS", "CANARY_BASE", "score_ranks",
@@ -55,28 +58,56 @@ CANARY_RUNS, CANARY_BASE = 64, 500
 _POP_SEED, _WIDGET_SEED, _CANARY_SEED = 1, 3, 2
 
 
+def _setting(name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            float(value) not in SETTINGS:
+        raise ValueError(f"{name} must be one of {list(SETTINGS)}, got {shown(value)}")
+    return value
+
+
+def _scores(name: str, value: object) -> object:
+    try:
+        s = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        s = np.array([np.nan])
+    if isinstance(value, (str, bytes)) or s.size == 0 or not np.all(np.isfinite(s)):
+        raise ValueError(f"{name} must be a non-empty array of finite numbers, got "
+                         f"{shown(value)}")
+    return value
+
+
+def _widget_size(name: str, value: object) -> int:
+    size = check_int(name, value)
+    if size not in WIDGET_SIZES:
+        raise ValueError(f"{name} must be one of {list(WIDGET_SIZES)}, got {size}")
+    return size
+
+
+def _record(name: str, value: object) -> dict | None:
+    if value is not None and (not isinstance(value, dict) or "populations" not in value):
+        raise ValueError(f"{name} must be the dict of membership_runs(), got {shown(value)}")
+    return value
+
+
+@constrained(epsilon=Custom(_setting, f"None or one of {list(SETTINGS[1:])}",
+                            [2.0, "8", True, 0.0, float("nan"), [8.0]]))
 def setting_key(epsilon: float | None) -> str:
     """The JSON key of a setting: ``"none"`` without DP, else ε as ``"8"``, ``"3"``, ``"1"``."""
     if epsilon is None:
         return "none"
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or \
-            float(epsilon) not in SETTINGS:
-        raise ValueError(f"epsilon must be one of {list(SETTINGS)}, got {shown(epsilon)}")
     return f"{float(epsilon):g}"
 
 
+@constrained(scores=Custom(_scores, "a non-empty array of finite numbers",
+                           [[], [float("nan")], [1.0, float("inf")], "abc", None]))
 def score_ranks(scores) -> np.ndarray:
     """Dense ranks of ``scores`` (0 for the smallest; equal scores share a rank) as uint16.
 
     Order-preserving, so every ROC quantity computed from the ranks equals the one from the
-    scores. At most 65,536 distinct values."""
-    try:
-        s = np.asarray(scores, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        s = np.array([np.nan])
-    if isinstance(scores, (str, bytes)) or s.size == 0 or not np.all(np.isfinite(s)):
-        raise ValueError(f"scores must be a non-empty array of finite numbers, got "
-                         f"{shown(scores)}")
+    scores. At most 65,536 distinct values (checked on the computed ranks)."""
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
     _, ranks = np.unique(s, return_inverse=True)
     if ranks.max() >= 2 ** 16:
         raise ValueError(f"scores must have at most 65536 distinct values, got "
@@ -114,17 +145,15 @@ def _population_record(pop, attack_scores: dict, member: np.ndarray) -> dict:
             "ranks": {a: _pack(score_ranks(s)) for a, s in attack_scores.items()}}
 
 
+@constrained(size=Custom(_widget_size, f"one of {list(WIDGET_SIZES)}",
+                         [898, 0, 100.0, "100", None, True]),
+             label=Options(*WIDGET_EPSILONS), device=DEVICE)
 def widget_population(size: int, label: str, *, device: str = "cpu") -> tuple:
     """One population of the explore widget at half-pool ``size`` (100 or 300) and ε ``label``
     (one of :data:`WIDGET_EPSILONS`): :data:`N_TARGETS` targets and :data:`WIDGET_SHADOWS`
     shadows on ``digits_pool(2 * size, seed=size)``, seed 3, the chapter's recipe. Returns
     ``(population, scores, membership)`` of the attacks :data:`WIDGET_ATTACKS`."""
     from .attacks import MIA_RECIPE, digits_pool, mia_model, run_attacks, train_population
-    size = check_int("size", size)
-    if size not in WIDGET_SIZES:
-        raise ValueError(f"size must be one of {list(WIDGET_SIZES)}, got {size}")
-    if label not in WIDGET_EPSILONS:
-        raise ValueError(f"label must be one of {list(WIDGET_EPSILONS)}, got {shown(label)}")
     eps = None if label == "∞" else float(label)
     xs, ys = digits_pool(2 * size, seed=size)
     p = train_population(xs, ys, model_fn=mia_model, n_targets=N_TARGETS,
@@ -134,6 +163,7 @@ def widget_population(size: int, label: str, *, device: str = "cpu") -> tuple:
     return p, sc, mb
 
 
+@constrained(device=DEVICE, quick=FLAG)
 def membership_runs(*, device: str = "cpu", quick: bool = False) -> dict:
     """Train and attack everything chapter 9 quotes; the JSON-ready record.
 
@@ -162,8 +192,6 @@ def membership_runs(*, device: str = "cpu", quick: bool = False) -> dict:
     from ..attacks import attack_summary, fit_gaussians, logit_scaled_confidence, loss_scores
     from .attacks import (ATTACKS, MIA_RECIPE, canary_audit, digits_pool, lira_by_shadow_count,
                           mia_model, run_attacks, train_population)
-    if not isinstance(quick, bool):
-        raise ValueError(f"quick must be True or False, got {shown(quick)}")
     recipe = dict(MIA_RECIPE, epochs=2) if quick else MIA_RECIPE
     n_t, n_s = (2, 4) if quick else (N_TARGETS, N_SHADOWS)
     X, Y = digits_pool()
@@ -244,6 +272,7 @@ def membership_runs(*, device: str = "cpu", quick: bool = False) -> dict:
     return out
 
 
+@unconstrained("data record built by load_membership_runs from the stored run")
 @dataclass
 class StoredPopulation:
     """One setting of the stored run, with the fields of
@@ -266,6 +295,8 @@ class StoredPopulation:
         return self.masks.shape[0] - self.n_targets
 
 
+@constrained(record=Custom(_record, "None or the dict of membership_runs()",
+                          [{}, 3, "abc", []]))
 def load_membership_runs(record: dict | None = None) -> dict:
     """Chapter 9's stored runs (``dplib/data/membership_runs.json``, or ``record`` as returned
     by :func:`membership_runs`) as arrays: ``pops[eps]`` (:class:`StoredPopulation`),
@@ -280,8 +311,6 @@ def load_membership_runs(record: dict | None = None) -> dict:
     if record is None:
         from ..datasets import load_cached_result
         record = load_cached_result("membership_runs")
-    if not isinstance(record, dict) or "populations" not in record:
-        raise ValueError(f"record must be the dict of membership_runs(), got {shown(record)}")
     labels = digits_pool()[1].numpy()
     res = {"pops": {}, "scores": {}, "member": {}, "setting": record["setting"],
            "provenance": record.get("provenance")}

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_probability, check_real
+from .._common_params import FRACTION_OPEN, RNG
+from .._constraints import Integer, Interval, constrained
 from ..attacks.catalogue import MechanismAudit
 from ..selection.sparse_vector import SVT_VARIANTS, sparse_vector
 
@@ -88,14 +89,20 @@ def _value_audit(variant: str, m: int, eps: float) -> MechanismAudit:
                           broken=not v.correct, note=f"{v.source}; actual ε = {v.actual(eps, 1):g}")
 
 
+#: The claimed ε ∈ (0, 5] of the audited variants.
+_EPSILON = Interval(0.0, 5.0, closed="right", family="pos")
+#: Runs per side, ≥ 100.
+_RUNS = Integer(min=100, family="int1")
+
+
+@constrained(epsilon=_EPSILON)
 def svt_audits(epsilon: float = 1.0) -> list[MechanismAudit]:
     """The audits of the module note at claimed level ``epsilon`` ∈ (0, 5]: one refuting audit
     per broken variant of Lyu, Su & Li (2017) — Alg. 3 (value pair, m = 8), Alg. 4 (pattern
     pair ⊥^10⊤^5), Alg. 5 (order pair), Alg. 6 (pattern pair ⊥^10⊤^10) — and the two correct
     variants on each of those pairs. Sizes that refute at ε = 1 (measured over seeds 0–2): Alg. 3
     needs about 2·10⁵ runs per side (at 10⁵ its bound fell to 1.06), the others 5·10³."""
-    eps = check_real("epsilon", epsilon, low=0.0, high=5.0, high_open=False)
-    return [audit for _, _, audit in _audits_with_c(eps)]
+    return [audit for _, _, audit in _audits_with_c(epsilon)]
 
 
 def _audits_with_c(eps: float) -> list[tuple[str, int, MechanismAudit]]:
@@ -110,6 +117,7 @@ def _audits_with_c(eps: float) -> list[tuple[str, int, MechanismAudit]]:
     return out
 
 
+@constrained(epsilon=_EPSILON, n=_RUNS, n_values=_RUNS, rng=RNG, confidence=FRACTION_OPEN)
 def svt_audit_table(epsilon: float = 1.0, *, n: int = 20000, n_values: int = 200000,
                     rng: np.random.Generator | int, confidence: float = 0.95) -> list[dict]:
     """Run :func:`svt_audits` and return one row per audit: ``name``, ``variant``, ``broken``,
@@ -119,11 +127,7 @@ def svt_audit_table(epsilon: float = 1.0, *, n: int = 20000, n_values: int = 200
     ``n`` runs per side for each audit, ``n_values`` for the value-pair audits (the event that
     refutes Alg. 3 is rare). ``rng``: the auditor's generator or seed (the audit's randomness,
     not a release). About 3 s at the defaults on one CPU core."""
-    eps = check_real("epsilon", epsilon, low=0.0, high=5.0, high_open=False)
-    n = check_int("n", n, low=100)
-    n_values = check_int("n_values", n_values, low=100)
-    conf = check_probability("confidence", confidence, low_open=True, high_open=True)
-    g = as_generator(rng)
+    eps, conf, g = epsilon, confidence, rng
     rows = []
     for variant, c, audit in _audits_with_c(eps):
         runs = n_values if " value " in audit.name else n

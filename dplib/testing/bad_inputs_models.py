@@ -304,15 +304,15 @@ def transformer_specs() -> list[Spec]:
         Spec("dplib.experiments.dpsgd_tables.utility_accuracy", lambda: DT.utility_accuracy,
              args=({"results": [{"recipe": "baseline", "epsilon": 1.0, "test_accuracy_mean": 0.9,
                                  "test_accuracy_std": 0.01}]}, "baseline", 1.0),
-             params=dict(table=[None, {}], recipe=["nope", None], epsilon=[2.0, "1"])),
+             params=dict(recipe=["nope"], epsilon=[2.0, "1"])),     # declared; extras
         Spec("dplib.provenance.run_provenance", lambda: __import__("dplib.provenance",
                                                                   fromlist=["x"]).run_provenance,
              args=("python x.py", "."), params=dict(root=["/nonexistent/dir"])),
         Spec("dplib.experiments.dpsgd_tables.speed_ratios", lambda: DT.speed_ratios,
              args=({"results": {"mlp": {"ms_per_step": {"non-private": 1.0}}}}, "mlp"),
-             params=dict(table=[None, {}], model=["gpt", None])),
+             params=dict(model=["gpt"])),                      # declared; not in the table
         Spec("dplib.experiments.dpsgd_tables.format_speed_table", lambda: DT.format_speed_table,
-             args=({"results": {}},), params=dict(table=[None, {}, "abc"])),
+             args=({"results": {}},)),
         Spec("dplib.training.recipes.shift_copies", lambda: TR.shift_copies,
              args=(torch.zeros(3, 64), (8, 8)),
              params=dict(x=[torch.zeros(3, 10), None, [1.0]], image_shape=[(0, 8), (8,), None],
