@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import math
 import os
 import pickle
 import re
@@ -87,26 +88,89 @@ def synthetic_health_records(n: int, *, n_zip: int = 20, birth_years: tuple[int,
 
 # --- real data sets ---------------------------------------------------------------------------
 
+def _approximate_mode(counts: np.ndarray, n_draws: int,
+                      rng: np.random.RandomState) -> np.ndarray:
+    """Draws per class of a stratified sample of ``n_draws``: the floored proportional shares,
+    the rest given to the largest remainders, ties broken by ``rng`` (scikit-learn's
+    ``sklearn.utils.extmath._approximate_mode``, step for step, so the same generator state gives
+    the same draws)."""
+    continuous = counts / counts.sum() * n_draws
+    floored = np.floor(continuous)
+    need = int(n_draws - floored.sum())
+    if need > 0:
+        remainder = continuous - floored
+        for value in np.sort(np.unique(remainder))[::-1]:   # at most one pass per class
+            (inds,) = np.where(remainder == value)
+            add_now = min(len(inds), need)
+            floored[rng.choice(inds, size=add_now, replace=False)] += 1
+            need -= add_now
+            if need == 0:
+                break
+    return floored.astype(int)
+
+
+def _stratified_split(y: np.ndarray, test_fraction: float,
+                      seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (train, test) indices of scikit-learn's ``train_test_split(..., test_size=
+    test_fraction, random_state=seed, stratify=y)``, computed as its ``StratifiedShuffleSplit``
+    does (⌈test_fraction·n⌉ test records; per-class counts by :func:`_approximate_mode`; one
+    permutation per class, then of each side, all from ``RandomState(seed)``), without importing
+    scikit-learn, which costs a chapter about 1.5 s of CPU to start (its import loads
+    ``scipy.stats``). tests/unit/test_datasets_loaders.py checks that the indices are
+    scikit-learn's."""
+    n_test = math.ceil(test_fraction * len(y))
+    n_train = len(y) - n_test
+    classes, y_index, counts = np.unique(y, return_inverse=True, return_counts=True)
+    if counts.min() < 2 or min(n_train, n_test) < len(classes):
+        raise ValueError(f"a stratified split needs two records per class and at least one per "
+                         f"class on each side, got class counts {counts.tolist()} and "
+                         f"{n_train} / {n_test} records")
+    by_class = np.split(np.argsort(y_index, kind="stable"), np.cumsum(counts)[:-1])
+    rng = np.random.RandomState(seed)
+    n_i = _approximate_mode(counts, n_train, rng)
+    t_i = _approximate_mode(counts - n_i, n_test, rng)
+    train: list = []
+    test: list = []
+    for i, members in enumerate(by_class):       # one pass per class, not per record
+        perm = members.take(rng.permutation(counts[i]), mode="clip")
+        train.extend(perm[:n_i[i]])
+        test.extend(perm[n_i[i]:n_i[i] + t_i[i]])
+    return rng.permutation(train), rng.permutation(test)
+
+
 def _split(x: np.ndarray, y: np.ndarray, seed: int, val_fraction: float, test_fraction: float,
            test: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
-    """Seeded stratified split into train / val / test (test given: only train / val)."""
-    from sklearn.model_selection import train_test_split
+    """Seeded stratified split into train / val / test (test given: only train / val), the
+    split scikit-learn's ``train_test_split`` makes (:func:`_stratified_split`)."""
     out = {}
     if test is None:
-        x, x_te, y, y_te = train_test_split(x, y, test_size=test_fraction, random_state=seed,
-                                            stratify=y)
-        out["test"] = (x_te, y_te)
+        tr, te = _stratified_split(y, test_fraction, seed)
+        x, y, out["test"] = x[tr], y[tr], (x[te], y[te])
     else:
         out["test"] = test
     if val_fraction > 0:
         frac = val_fraction / (1 - (test_fraction if test is None else 0.0))
-        x, x_va, y, y_va = train_test_split(x, y, test_size=frac, random_state=seed + 1,
-                                            stratify=y)
-        out["val"] = (x_va, y_va)
+        tr, va = _stratified_split(y, frac, seed + 1)
+        x, y, out["val"] = x[tr], y[tr], (x[va], y[va])
     else:
         out["val"] = (x[:0], y[:0])
     out["train"] = (x, y)
     return out
+
+
+def _sklearn_digits() -> tuple[np.ndarray, np.ndarray]:
+    """(pixels, labels) of scikit-learn's bundled digits, read from its file
+    ``sklearn/datasets/data/digits.csv.gz`` as ``sklearn.datasets.load_digits`` reads it, but
+    without importing scikit-learn (located by ``importlib.util.find_spec``, which runs none of
+    its code)."""
+    import importlib.util
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("load_digits needs scikit-learn's bundled data (pip install scikit-learn)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "datasets" / "data" / "digits.csv.gz"
+    with gzip.open(path, "rt") as f:
+        data = np.loadtxt(f, delimiter=",")
+    return data[:, :-1], data[:, -1].astype(int)
 
 
 def _to_torch(split: dict, mean: np.ndarray | None, std: np.ndarray | None) -> dict:
@@ -135,12 +199,11 @@ def load_digits(*, seed: int = 0, val_fraction: float = 0.2, test_fraction: floa
     of the training split are treated as public preprocessing — a DP pipeline that must protect
     them would compute them privately or use the fixed range 0–16 instead).
     """
-    from sklearn.datasets import load_digits as _sk_digits
     v, t = val_fraction, test_fraction
     if v + t >= 1:
         raise ValueError(f"val_fraction + test_fraction must be < 1, got {v} + {t}")
-    data = _sk_digits()
-    split = _split(data.data.astype(np.float32), data.target.astype(np.int64), seed, v, t)
+    pixels, target = _sklearn_digits()
+    split = _split(pixels.astype(np.float32), target.astype(np.int64), seed, v, t)
     mean = std = None
     if standardize:
         xt = split["train"][0]

@@ -36,6 +36,38 @@ def test_digits_splits_are_stratified_seeded_and_standardised_on_train_only():
     assert d["num_classes"] == 10 and d["image_shape"] == (1, 8, 8)
 
 
+def test_digits_are_scikit_learns_data_and_splits_without_importing_it():
+    """load_digits reads scikit-learn's bundled file and splits as its train_test_split does
+    (dplib.datasets._stratified_split), without importing it: the same records in the same order
+    as sklearn.datasets.load_digits + train_test_split(stratify=y) give, for several seeds."""
+    import subprocess
+    import sys
+    code = ("import sys, dplib.datasets as ds; ds.load_digits(seed=0); "
+            "print('sklearn' in sys.modules, 'scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+    from sklearn.datasets import load_digits as sk_digits
+    from sklearn.model_selection import train_test_split
+    sk = sk_digits()
+    for seed in (0, 1, 7):
+        x = sk.data.astype(np.float32)
+        y = sk.target.astype(np.int64)
+        x, x_te, y, y_te = train_test_split(x, y, test_size=0.2, random_state=seed, stratify=y)
+        x_tr, x_va, y_tr, y_va = train_test_split(x, y, test_size=0.25, random_state=seed + 1,
+                                                  stratify=y)
+        d = ds.load_digits(seed=seed, standardize=False)
+        for k, (xs, ys) in {"train": (x_tr, y_tr), "val": (x_va, y_va),
+                            "test": (x_te, y_te)}.items():
+            assert np.array_equal(d[k][0].numpy(), xs) and np.array_equal(d[k][1].numpy(), ys)
+    rng = np.random.default_rng(0)   # unbalanced classes, ties in the remainders, other sizes
+    for labels in (rng.integers(0, 7, 501), np.repeat(np.arange(5), [2, 3, 50, 7, 100])):
+        for frac, seed in ((0.1, 0), (1 / 3, 5), (0.5, 2)):
+            ref = train_test_split(np.arange(len(labels)), test_size=frac, random_state=seed,
+                                   stratify=labels)
+            mine = ds._stratified_split(labels, frac, seed)
+            assert all(np.array_equal(a, b) for a, b in zip(ref, mine))
+
+
 @pytest.mark.parametrize("kw,match", [({"val_fraction": -0.1}, "val_fraction"),
                                       ({"test_fraction": 1.0}, "test_fraction"),
                                       ({"val_fraction": 0.5, "test_fraction": 0.5}, "< 1"),
