@@ -369,9 +369,7 @@ def event_specs() -> list[Spec]:
              args=(lambda s: A.SelfComposedEvent(A.GaussianEvent(s), 10), 1.0, 1e-5),
              params=dict(accountant=["moments", None, 3])),   # a name or a factory: run time
         Spec("dplib.training.engine.GaussianPrivatizer", lambda: G.GaussianPrivatizer,
-             args=(1.0, 1.0), params=dict(noise_multiplier="nonneg", max_grad_norm="pos_noinf",
-                                          noise_scale="nonneg",
-                                          source="choice")),
+             args=(1.0, 1.0)),
         Spec("dplib.mechanisms.secure_noise.secure_grid", lambda: SN.secure_grid,
              kwargs=dict(std=1.0), params=dict(std="pos")),
         Spec("dplib.mechanisms.secure_noise.secure_sensitivity", lambda: SN.secure_sensitivity,

@@ -40,10 +40,9 @@ def finetune_specs() -> list[Spec]:
     return [
         Spec("dplib.training.finetune.prepare_finetune", lambda: FT.prepare_finetune,
              args=(model, "last_layer"),
-             params=dict(model=_NOT_A_MODEL, mode="choice", rank="int1",
-                         alpha=[0.0, -1.0, NAN, INF, "1.0", [1.0]],
+             params=dict(model=_NOT_A_MODEL, alpha=[0.0, -1.0, NAN, INF, "1.0", [1.0]],
                          target_modules=[[], [3], "", 5, ["0"]],
-                         head=["no_such_module", [], [3], "", 5], seed="seed")),
+                         head=["no_such_module", [], [3], "", 5])),
         Spec("dplib.experiments.finetune.rank_accuracy", lambda: _experiments().rank_accuracy,
              args=(_RANK_TABLE, 4, 1.0),        # declared; extras: not in the table's sweep
              params=dict(table=[{"rows": []}], rank=[8], epsilon=[2.0]),

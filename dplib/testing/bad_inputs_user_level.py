@@ -40,10 +40,10 @@ def user_level_specs() -> list[Spec]:
     seg = torch.tensor(ids)
     return [
         Spec("dplib.training.user_level.check_user_ids", lambda: UL.check_user_ids,
-             args=(ids, 6), params=dict(user_ids=_IDS, n="int1")),
+             args=(ids, 6), params=dict(user_ids=_IDS)),
         Spec("dplib.training.user_level.cap_records", lambda: UL.cap_records,
              args=(ids, 1), kwargs=dict(rng=0),
-             params=dict(user_ids=_IDS[2:], records_per_user=_CAP, rng="rng")),
+             params=dict(user_ids=_IDS[2:], records_per_user=_CAP)),
         Spec("dplib.training.user_level.user_clipped_sum", lambda: UL.user_clipped_sum,
              args=(lin(), ce, x, y, seg, 3, 1.0),
              params=dict(x=[x[:3], None], segments=[seg[:3], torch.tensor([0, 0, 1, 1, 2, 5]),
@@ -58,12 +58,9 @@ def user_level_specs() -> list[Spec]:
              names=dict(max_norm="max_norm|max_grad_norm")),
         Spec("dplib.training.user_level.group_epsilon", lambda: UL.group_epsilon,
              args=(lambda d: 1.0, 3, 1e-5),
-             params=dict(epsilon_of_delta=[None, 3.0], k="int1", delta="delta",
-                         grid=[1, 0, -2, 2.5, NAN, "3"])),
+             params=dict(epsilon_of_delta=[None, 3.0], grid=[1, 0, -2, 2.5, NAN, "3"])),
         Spec("dplib.training.user_level.compare_privacy_units",
-             lambda: UL.compare_privacy_units, args=(1.0, 0.1, 10, 1e-5, 4),
-             params=dict(noise_multiplier="pos", sample_rate="rate", steps="int1",
-                         delta="delta", records_per_user="int1", accountant="choice")),
+             lambda: UL.compare_privacy_units, args=(1.0, 0.1, 10, 1e-5, 4)),
         # train's user-level settings (its other parameters are swept in bad_inputs_ml)
         Spec("dplib.training.trainer.train", lambda: TR.train,
              args=(lin(), (x, y)),
