@@ -212,12 +212,6 @@ def clamp_thresholds(grads, codebook: Codebook):
     Ties in |∇| are broken by ``torch.sort``; any order gives the same sorted magnitudes, hence
     the same match.
     """
-    return _thresholds(grads, codebook)
-
-
-def _thresholds(grads, codebook: Codebook):
-    """:func:`clamp_thresholds` for checked ``grads`` and ``codebook`` (the shapes are checked
-    here: they are a relation between the two)."""
     import torch
     single = grads.ndim == 1
     g = grads[None, :] if single else grads
@@ -254,7 +248,7 @@ def encode(grads, codebook: Codebook, *, return_index: bool = False):
     (:func:`clamp_thresholds`), one clamp. A zero gradient is encoded as zero.
     """
     import torch
-    thr, best = _thresholds(grads, codebook)
+    thr, best = clamp_thresholds(grads, codebook)   # checks grads against the code book
     out = torch.maximum(torch.minimum(grads, thr), -thr)
     if return_index:
         return out, best
