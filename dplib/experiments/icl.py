@@ -23,8 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .._validate import (as_generator, check_choice, check_int, check_probability, check_real,
-                         shown)
+from .._constraints import Integer, Options, RealArray, constrained, unconstrained
+from .._validate import shown
 from ..icl.accounting import (EMBEDDING_SENSITIVITY, VOTE_SENSITIVITY, gaussian_noise_std,
                               per_query_epsilon, vote_noise_std)
 from ..icl.aggregation import (ensemble_votes, esa, joint_exponential_topk, keyword_histogram,
@@ -32,6 +32,9 @@ from ..icl.aggregation import (ensemble_votes, esa, joint_exponential_topk, keyw
 from ..icl.classify import dp_icl_classify, single_prompt_predict, zero_shot_predict
 from ..icl.data import (NEGATIVE, POSITIVE, PRODUCTS, STOPWORDS, TextDataset, product_reference,
                         tokenize)
+from ..icl._params import (ACCOUNTANT, COUNT, DELTA, EPSILON_OR_INF, OPTIONAL_CALLABLE,
+                           OPTIONAL_COUNT, RNG, SAMPLE_RATE, TEXT)
+from ..icl._records import DATASET, TEMPLATE
 from ..icl.fewshot import private_next_tokens
 from ..icl.model import generate
 from ..icl.prompts import PromptBatch, PromptTemplate, template_for
@@ -40,7 +43,12 @@ from ..tables import format_table as tables_format
 __all__ = ["accuracy_table", "format_table", "mia_one_shot", "unigram_f1",
            "summarise_products", "derailment"]
 
+#: The finite ε > 0 of a table's columns, at most 1-D (ε = ∞ is added by the driver itself).
+_EPSILONS = RealArray(0.0, math.inf, nonempty=False, max_ndim=1)
 
+
+@constrained(dataset=DATASET, epsilons=_EPSILONS, delta=DELTA, num_subsets=COUNT, shots=COUNT,
+             num_runs=COUNT, num_queries=OPTIONAL_COUNT, accountant=ACCOUNTANT, rng=RNG)
 def accuracy_table(model, dataset: TextDataset, *, epsilons: Sequence[float] = (1.0, 3.0, 8.0),
                    delta: float = 1e-5, num_subsets: int = 20, shots: int = 4,
                    num_runs: int = 5, num_queries: int | None = None,
@@ -52,11 +60,10 @@ def accuracy_table(model, dataset: TextDataset, *, epsilons: Sequence[float] = (
     The DP-ICL columns use :func:`dp_icl_classify`'s default rate q = M·shots/n from the pool
     size n, treated as public (add/remove adjacency of one exemplar; see there).
     """
-    runs = check_int("num_runs", num_runs)
+    runs, gen = num_runs, rng
     tpl = template_for(dataset)
     queries = list(dataset.test_texts[:num_queries])
     truth = dataset.test_labels[:len(queries)]
-    gen = as_generator(rng)
     rows: dict[str, dict] = {}
 
     def stats(accs: list[float], **extra) -> dict:
@@ -65,7 +72,7 @@ def accuracy_table(model, dataset: TextDataset, *, epsilons: Sequence[float] = (
 
     zs = zero_shot_predict(model, tpl, queries)
     rows["ε = 0 (0-shot)"] = stats([np.mean(zs == truth)])
-    for eps in list(epsilons) + [math.inf]:
+    for eps in [float(e) for e in np.atleast_1d(epsilons)] + [math.inf]:
         accs, noise = [], math.nan
         for _ in range(runs):
             r = dp_icl_classify(model, tpl, dataset.pool_texts, dataset.pool_labels, queries,
@@ -82,6 +89,8 @@ def accuracy_table(model, dataset: TextDataset, *, epsilons: Sequence[float] = (
     return rows
 
 
+@unconstrained("formats the dicts accuracy_table returns (one per data set); no numeric input "
+               "of its own")
 def format_table(tables: dict[str, dict[str, dict]]) -> str:
     """A plain-text table, one row per data set, "mean ± std" per column (the layout of
     the results tables of Wu et al. 2024)."""
@@ -118,6 +127,8 @@ def _mia_private_sets(n: int, m: int, t: int,
     return target, member, slot, sets
 
 
+@constrained(dataset=DATASET, epsilons=_EPSILONS, num_trials=Integer(min=4), num_subsets=COUNT,
+             delta=DELTA, num_queries=COUNT, rng=RNG)
 def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 2.0, 4.0, 8.0),
                  *, num_trials: int = 2000, num_subsets: int = 10, delta: float = 1e-5,
                  num_queries: int = 100, rng) -> dict[float, dict]:
@@ -143,9 +154,7 @@ def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 
     from scipy.stats import norm
     from sklearn.metrics import roc_auc_score
 
-    t = check_int("num_trials", num_trials, low=4)
-    m = check_int("num_subsets", num_subsets)
-    gen = as_generator(rng)
+    t, m, gen = num_trials, num_subsets, rng
     tpl = template_for(dataset)
     n = len(dataset.pool_texts)
     if m >= n:
@@ -172,7 +181,7 @@ def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 
     votes = ensemble_votes(model, tpl, dataset.pool_texts, dataset.pool_labels, x_star,
                            others[:, :, None])
     hist = votes.histogram
-    for eps in epsilons:
+    for eps in np.atleast_1d(epsilons).tolist():
         s = vote_noise_std(eps, delta, num_queries, 1.0)
         _, noisy = noisy_vote(hist, s, rng=gen)
         res = auc(noisy[np.arange(t), y_star])
@@ -185,6 +194,7 @@ def mia_one_shot(model, dataset: TextDataset, epsilons: Sequence[float] = (1.0, 
 # ---------------------------------------------------------------------------------------------
 # Generation: product summaries
 # ---------------------------------------------------------------------------------------------
+@constrained(text=TEXT, reference=TEXT, ignore=TEXT)
 def unigram_f1(text: str, reference: str, ignore: str = "") -> float:
     """F1 of the content words (stop words and the words of ``ignore`` removed, as sets) of
     ``text`` against ``reference``: a one-line ROUGE-1 (Lin 2004) on word sets."""
@@ -197,6 +207,10 @@ def unigram_f1(text: str, reference: str, ignore: str = "") -> float:
     return 0.0 if common == 0 else 2 * common / (len(a) + len(b))
 
 
+@constrained(dataset=DATASET, method=Options("per_token", "esa", "ksa_em", "ksa_ptr"),
+             epsilon=EPSILON_OR_INF, delta=DELTA, num_subsets=COUNT, shots=COUNT,
+             max_tokens=COUNT, num_candidates=COUNT, keywords=COUNT, embed=OPTIONAL_CALLABLE,
+             rng=RNG)
 def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: float,
                        delta: float = 1e-5, products: Sequence[str] = PRODUCTS,
                        num_subsets: int = 10, shots: int = 4, max_tokens: int = 4,
@@ -242,13 +256,7 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
     composed over Q queries) and ``"ksa_ptr"`` (with δ₀ = δ/2Q per query); 0 or ∞ (resp.) at
     ε = ∞. Q = ``len(products)``.
     """
-    check_choice("method", method, ("per_token", "esa", "ksa_em", "ksa_ptr"))
-    eps = check_real("epsilon", epsilon, low=0.0, high=math.inf, high_open=False)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    m = check_int("num_subsets", num_subsets)
-    k = check_int("shots", shots)
-    t_max = check_int("max_tokens", max_tokens)
-    gen = as_generator(rng)
+    eps, d, m, k, t_max, gen = epsilon, delta, num_subsets, shots, max_tokens, rng
     tpl = template_for(dataset)
     toks = [set(tokenize(t)) for t in dataset.pool_texts]
     pools = {p: [dataset.pool_texts[i] for i, w in enumerate(toks) if p in w] for p in products}
@@ -318,6 +326,10 @@ def summarise_products(model, dataset: TextDataset, *, method: str, epsilon: flo
             "mean_f1": float(np.mean(scores)), "noise": noise, "sample_rate": q}
 
 
+@constrained(template=TEMPLATE, prefix=TEXT,
+             noise_stds=RealArray(0.0, math.inf, closed="left", nonempty=False, max_ndim=1),
+             num_runs=COUNT, max_tokens=COUNT, num_subsets=COUNT, shots=COUNT,
+             sample_rate=SAMPLE_RATE, rng=RNG)
 def derailment(model, template: PromptTemplate, pool: Sequence[str], prefix: str,
                noise_stds: Sequence[float], *, num_runs: int = 100, max_tokens: int = 6,
                num_subsets: int = 40, shots: int = 2, sample_rate: float = 1.0,
@@ -330,11 +342,9 @@ def derailment(model, template: PromptTemplate, pool: Sequence[str], prefix: str
     only by the noise; once a noisy token differs, every later prompt differs (it continues a
     different text), and the curves show that the runs do not come back.
     """
-    runs = check_int("num_runs", num_runs)
-    t_max = check_int("max_tokens", max_tokens)
-    gen = as_generator(rng)
+    runs, t_max, gen = num_runs, max_tokens, rng
     out = {}
-    for s in noise_stds:
+    for s in np.atleast_1d(noise_stds).tolist():
         clean = [model.encode(prefix) for _ in range(runs)]
         noisy = [model.encode(prefix) for _ in range(runs)]
         same = np.ones(runs, dtype=bool)

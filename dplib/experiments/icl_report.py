@@ -13,9 +13,12 @@ import json
 import math
 from pathlib import Path
 
-from .._validate import as_generator, check_int, shown
-from ..tables import format_table as tables_format
+from .._constraints import Integer, constrained, unconstrained
+from .._validate import shown
+from ..icl._params import COUNT, RNG
+from ..icl._records import DATASET
 from ..icl.data import TextDataset
+from ..tables import format_table as tables_format
 from .icl import accuracy_table, mia_one_shot
 
 __all__ = ["MODEL_TABLE", "REPORT_SETTINGS", "model_report", "load_model_table",
@@ -28,6 +31,8 @@ REPORT_SETTINGS = {"epsilons": (1.0, 3.0, 8.0), "delta": 1e-5, "num_subsets": 20
                    "num_runs": 2, "num_queries": 100, "mia_trials": 400, "mia_epsilons": (8.0,)}
 
 
+@constrained(sentiment=DATASET, topic=DATASET, num_runs=COUNT, num_queries=COUNT,
+             mia_trials=Integer(min=4), rng=RNG)
 def model_report(model, sentiment: TextDataset, topic: TextDataset, *, num_runs: int = 2,
                  num_queries: int = 100, mia_trials: int = 400, rng) -> dict:
     """Accuracy (%) against ε on both tasks and the 1-shot MIA AUC on ``sentiment``, as JSON.
@@ -36,10 +41,7 @@ def model_report(model, sentiment: TextDataset, topic: TextDataset, *, num_runs:
     single prompt "ε = ∞"), mean and std over ``num_runs``; MIA AUC at ε = ∞ (one 1-shot
     prompt) and ε = 8 (DP-ICL, 10 subsets, noise for 100 queries; Wu et al. 2024, Table 15).
     """
-    runs = check_int("num_runs", num_runs)
-    queries = check_int("num_queries", num_queries)
-    trials = check_int("mia_trials", mia_trials, low=4)
-    gen = as_generator(rng)
+    runs, queries, trials, gen = num_runs, num_queries, mia_trials, rng
     s = REPORT_SETTINGS
     out: dict = {}
     for ds in (sentiment, topic):
@@ -55,6 +57,8 @@ def model_report(model, sentiment: TextDataset, topic: TextDataset, *, num_runs:
     return out
 
 
+@unconstrained("reads the stored JSON table at a path (any path-like); a missing file is "
+               "refused naming the path")
 def load_model_table(path: str | Path = MODEL_TABLE) -> dict:
     """The stored table: ``{"provenance": {model: {...}}, "models": {model: report}}``."""
     p = Path(path)
@@ -64,6 +68,8 @@ def load_model_table(path: str | Path = MODEL_TABLE) -> dict:
     return json.loads(p.read_text())
 
 
+@unconstrained("formats the dict load_model_table or model_report returns; no numeric input "
+               "of its own")
 def format_model_table(table: dict) -> str:
     """One row per (model, data set): accuracy per column, then the MIA AUC on sentiment."""
     rows, cols = [], None

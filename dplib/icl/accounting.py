@@ -40,10 +40,12 @@ import math
 
 from scipy.optimize import brentq
 
-from .._validate import check_choice, check_int, check_positive, check_probability, check_real
-from ..accounting import (accountant_names, calibrate_noise, dpsgd_event, make_accountant,
-                          optimal_composition_epsilon)
+from .._constraints import constrained
 from .._validate import shown
+from ..accounting import calibrate_noise, dpsgd_event, make_accountant, optimal_composition_epsilon
+from ..accounting._params import DELTA0
+from ._params import (ACCOUNTANT, COUNT, DELTA, EPSILON, EPSILON_OR_INF, POSITIVE, SAMPLE_RATE,
+                      SENSITIVITY)
 
 __all__ = ["VOTE_SENSITIVITY", "EMBEDDING_SENSITIVITY", "gaussian_noise_std",
            "gaussian_epsilon_spent", "vote_noise_std", "per_query_epsilon"]
@@ -55,11 +57,8 @@ VOTE_SENSITIVITY = math.sqrt(2.0)
 EMBEDDING_SENSITIVITY = 2.0
 
 
-def _check_epsilon_or_inf(epsilon: object) -> float:
-    eps = check_real("epsilon", epsilon, low=0.0, high=math.inf, high_open=False)
-    return eps
-
-
+@constrained(epsilon=EPSILON_OR_INF, delta=DELTA, num_releases=COUNT, sample_rate=SAMPLE_RATE,
+             sensitivity=SENSITIVITY, accountant=ACCOUNTANT)
 def gaussian_noise_std(epsilon: float, delta: float, num_releases: int,
                        sample_rate: float = 1.0, sensitivity: float = VOTE_SENSITIVITY, *,
                        accountant: str = "rdp") -> float:
@@ -70,15 +69,9 @@ def gaussian_noise_std(epsilon: float, delta: float, num_releases: int,
     smallest noise multiplier the accountant certifies (Mironov, Talwar & Zhang 2019 for "rdp";
     privacy-loss distributions for "pld"). ε = ``math.inf`` returns 0 (no noise, no privacy).
     """
-    eps = _check_epsilon_or_inf(epsilon)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    q_total = check_int("num_releases", num_releases)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    sens = check_positive("sensitivity", sensitivity)
-    check_choice("accountant", accountant, accountant_names())
-    if math.isinf(eps):
+    if math.isinf(epsilon):
         return 0.0
-    return sens * _calibrated_sigma(eps, d, q, q_total, accountant)
+    return sensitivity * _calibrated_sigma(epsilon, delta, sample_rate, num_releases, accountant)
 
 
 @functools.lru_cache(maxsize=256)
@@ -88,29 +81,28 @@ def _calibrated_sigma(eps: float, delta: float, q: float, steps: int, accountant
     return calibrate_noise(eps, delta, q, steps, accountant)
 
 
+@constrained(epsilon=EPSILON_OR_INF, delta=DELTA, num_queries=COUNT, sample_rate=SAMPLE_RATE,
+             accountant=ACCOUNTANT)
 def vote_noise_std(epsilon: float, delta: float, num_queries: int, sample_rate: float = 1.0, *,
                    accountant: str = "rdp") -> float:
     """Noise std on every vote count for DP-ICL classification with Q queries:
     :func:`gaussian_noise_std` with Δ = √2 (:data:`VOTE_SENSITIVITY`)."""
-    num_queries = check_int("num_queries", num_queries)
     return gaussian_noise_std(epsilon, delta, num_queries, sample_rate, VOTE_SENSITIVITY,
                               accountant=accountant)
 
 
+@constrained(noise_std=POSITIVE, delta=DELTA, num_releases=COUNT, sample_rate=SAMPLE_RATE,
+             sensitivity=SENSITIVITY, accountant=ACCOUNTANT)
 def gaussian_epsilon_spent(noise_std: float, delta: float, num_releases: int,
                            sample_rate: float = 1.0, sensitivity: float = VOTE_SENSITIVITY, *,
                            accountant: str = "rdp") -> float:
     """ε after ``num_releases`` releases with noise std s (the inverse of
     :func:`gaussian_noise_std`): the accountant's ε for noise multiplier s/Δ, rate q, Q steps."""
-    s = check_positive("noise_std", noise_std)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    q_total = check_int("num_releases", num_releases)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    sens = check_positive("sensitivity", sensitivity)
-    check_choice("accountant", accountant, accountant_names())
-    return make_accountant(accountant).compose(dpsgd_event(s / sens, q, q_total)).get_epsilon(d)
+    event = dpsgd_event(noise_std / sensitivity, sample_rate, num_releases)
+    return make_accountant(accountant).compose(event).get_epsilon(delta)
 
 
+@constrained(epsilon=EPSILON, delta=DELTA, num_queries=COUNT, delta_per_query=DELTA0)
 def per_query_epsilon(epsilon: float, delta: float, num_queries: int, *,
                       delta_per_query: float = 0.0) -> float:
     """The largest ε₀ such that ``num_queries`` (ε₀, δ₀)-DP mechanisms compose to (ε, δ)-DP under
@@ -119,10 +111,7 @@ def per_query_epsilon(epsilon: float, delta: float, num_queries: int, *,
     ``delta_per_query`` (0 for pure mechanisms) must leave room: 1 − (1 − δ₀)^Q < δ.
     One query: ε₀ = ε (and δ₀ ≤ δ is required).
     """
-    eps = check_positive("epsilon", epsilon)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    k = check_int("num_queries", num_queries)
-    d0 = check_probability("delta_per_query", delta_per_query, high_open=True)
+    eps, d, k, d0 = epsilon, delta, num_queries, delta_per_query
     floor = -math.expm1(k * math.log1p(-d0))
     if floor >= d:
         raise ValueError(f"delta_per_query must satisfy 1 - (1 - delta_per_query)^num_queries < "

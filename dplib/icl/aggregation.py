@@ -37,14 +37,16 @@ from typing import Sequence
 
 import numpy as np
 
-from .._validate import (as_generator, check_choice, check_finite_array, check_int,
-                         check_positive, check_probability, check_real, check_real_array)
+from .._constraints import Custom, constrained, unconstrained
+from .._validate import shown
 from ..mechanisms import (exponential_mechanism, exponential_mechanism_probabilities,
                           laplace_mechanism, report_noisy_max)
 from ._checks import check_disjoint
+from ._params import (COUNT, COUNTS, DELTA, EPSILON, FINITE_ARRAY, NOISE_STD, OPTIONAL_COUNT, RNG,
+                      SAMPLE_RATE, SAMPLER, SENSITIVITY)
+from ._records import TEMPLATE
 from .data import tokenize
 from .prompts import PromptBatch, PromptTemplate
-from .._validate import shown
 
 __all__ = ["partition_exemplars", "ensemble_votes", "vote_histogram", "noisy_vote", "rnm_vote",
            "esa", "keyword_histogram", "topk_sequences", "joint_em_utilities",
@@ -58,6 +60,8 @@ MAX_SEQUENCES = 2_000_000
 # ---------------------------------------------------------------------------------------------
 # Disjoint subsets
 # ---------------------------------------------------------------------------------------------
+@constrained(n=COUNT, num_subsets=COUNT, num_queries=COUNT, shots=OPTIONAL_COUNT,
+             sample_rate=SAMPLE_RATE, sampler=SAMPLER, rng=RNG)
 def partition_exemplars(n: int, num_subsets: int, num_queries: int = 1, *,
                         shots: int | None = None, sample_rate: float = 1.0,
                         sampler: str = "poisson", rng) -> np.ndarray:
@@ -77,13 +81,7 @@ def partition_exemplars(n: int, num_subsets: int, num_queries: int = 1, *,
 
     Vectorised: one ``lexsort`` groups all (query, subset) members at once.
     """
-    n = check_int("n", n)
-    m = check_int("num_subsets", num_subsets)
-    qn = check_int("num_queries", num_queries)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    check_choice("sampler", sampler, ("poisson", "fixed"))
-    k_cap = None if shots is None else check_int("shots", shots)
-    gen = as_generator(rng)
+    m, qn, q, k_cap, gen = num_subsets, num_queries, sample_rate, shots, rng
     if sampler == "fixed":
         if k_cap is None:
             raise ValueError("sampler='fixed' needs shots (the size of every subset), got None")
@@ -113,6 +111,8 @@ def partition_exemplars(n: int, num_subsets: int, num_queries: int = 1, *,
 # ---------------------------------------------------------------------------------------------
 # Classification
 # ---------------------------------------------------------------------------------------------
+@unconstrained("a result record: ensemble_votes builds it from the model's answers, and "
+               "vote_histogram checks the votes against num_classes when the histogram is read")
 @dataclass(frozen=True)
 class Votes:
     """The (non-private) answers of an ensemble: one label per query and subset."""
@@ -125,6 +125,7 @@ class Votes:
         return vote_histogram(self.votes, self.num_classes)
 
 
+@constrained(template=TEMPLATE)
 def ensemble_votes(model, template: PromptTemplate, pool_texts: Sequence[str],
                    pool_labels: np.ndarray, queries: Sequence[str],
                    demos: np.ndarray) -> Votes:
@@ -142,9 +143,10 @@ def ensemble_votes(model, template: PromptTemplate, pool_texts: Sequence[str],
     return Votes(np.asarray(model.predict(batch)).reshape(qn, m), len(template.labels))
 
 
+@constrained(num_classes=COUNT)
 def vote_histogram(votes: object, num_classes: int) -> np.ndarray:
     """Counts of each label along the last axis: (..., M) labels → (..., C) counts."""
-    c = check_int("num_classes", num_classes)
+    c = num_classes
     v = np.asarray(votes)
     if not np.issubdtype(v.dtype, np.integer) or v.size and (v.min() < 0 or v.max() >= c):
         raise ValueError(f"votes must be integer labels in [0, {c - 1}], got {shown(votes)}")
@@ -157,6 +159,7 @@ def vote_histogram(votes: object, num_classes: int) -> np.ndarray:
     return counts.reshape(v.shape[:-1] + (c,))
 
 
+@constrained(histograms=FINITE_ARRAY, noise_std=NOISE_STD, rng=RNG)
 def noisy_vote(histograms: object, noise_std: float, *, rng) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian noisy arg-max of vote histograms (..., C): returns (labels, noisy histograms).
 
@@ -169,17 +172,21 @@ def noisy_vote(histograms: object, noise_std: float, *, rng) -> tuple[np.ndarray
     Float noise: drawn with floating-point samplers, not hardened against the floating-point
     attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
-    h = check_finite_array("histograms", histograms)
-    s = check_real("noise_std", noise_std, low=0.0, low_open=False)
-    noisy = h + (as_generator(rng).normal(0.0, s, size=h.shape) if s > 0 else 0.0)
+    h, s = histograms, noise_std
+    noisy = h + (rng.normal(0.0, s, size=h.shape) if s > 0 else 0.0)
     return np.argmax(noisy, axis=-1), noisy
 
 
+@constrained(epsilon=EPSILON, rng=RNG)
 def rnm_vote(histograms: object, epsilon: float, *, rng) -> np.ndarray:
     """Report-noisy-max of the vote counts with Gumbel(2/ε) noise: the exponential mechanism with
     utility = count, sensitivity 1 (one moved vote changes each count by at most 1 — not
     monotonically, so the factor 2 stays), ε-DP per query (:func:`dplib.mechanisms.
-    report_noisy_max`; McSherry & Talwar 2007; Durfee & Rogers 2019)."""
+    report_noisy_max`; McSherry & Talwar 2007; Durfee & Rogers 2019). The histograms are
+    checked there (as its ``scores``).
+
+    Float noise: Gumbel noise drawn with floating-point samplers, not hardened against the
+    floating-point attack of Mironov (2012)."""
     return report_noisy_max(histograms, epsilon, 1.0, noise="gumbel", rng=rng)
 
 
@@ -196,6 +203,8 @@ def _unit_rows(a: np.ndarray) -> np.ndarray:
     return unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1.0)
 
 
+@constrained(answer_embeddings=FINITE_ARRAY, candidate_embeddings=FINITE_ARRAY,
+             noise_std=NOISE_STD, rng=RNG)
 def esa(answer_embeddings: object, candidate_embeddings: object, noise_std: float, *,
         rng) -> tuple[int, np.ndarray]:
     """Embedding space aggregation: the public candidate nearest to the noisy mean answer.
@@ -215,14 +224,12 @@ def esa(answer_embeddings: object, candidate_embeddings: object, noise_std: floa
     Float noise: drawn with floating-point samplers, not hardened against the floating-point
     attack of Mironov (2012) (exact samplers: :mod:`dplib.mechanisms.discrete`).
     """
-    a = check_finite_array("answer_embeddings", answer_embeddings)
-    c = check_finite_array("candidate_embeddings", candidate_embeddings)
+    a, c, s = answer_embeddings, candidate_embeddings, noise_std
     if a.ndim != 2 or c.ndim != 2 or a.shape[1] != c.shape[1]:
         raise ValueError(f"answer_embeddings (M, d) and candidate_embeddings (P, d) must be 2-D "
                          f"with the same d, got shapes {a.shape} and {c.shape}")
-    s = check_real("noise_std", noise_std, low=0.0, low_open=False)
     unit = _unit_rows(a)
-    noisy = unit.mean(axis=0) + (as_generator(rng).normal(0.0, s, a.shape[1]) if s else 0.0)
+    noisy = unit.mean(axis=0) + (rng.normal(0.0, s, a.shape[1]) if s else 0.0)
     cn = _unit_rows(c)
     return int(np.argmax(cn @ noisy)), noisy
 
@@ -243,14 +250,20 @@ def _check_strings(name: str, value: object, *, allow_empty: bool = False) -> li
     return items
 
 
+_BAD_STRINGS = [None, "a b", [1, 2], 3.0]
+#: A list of strings (a bare string is refused: it is not a list of its characters).
+_ANSWERS = Custom(lambda name, value: _check_strings(name, value, allow_empty=True),
+                  "a list of strings", _BAD_STRINGS)
+_KEYWORDS = Custom(_check_strings, "a non-empty list of strings", _BAD_STRINGS + [[]])
+
+
+@constrained(answers=_ANSWERS, keywords=_KEYWORDS)
 def keyword_histogram(answers: Sequence[str], keywords: Sequence[str]) -> np.ndarray:
     """How many answers contain each keyword (each answer counts a keyword at most once).
 
     One changed answer moves every count by at most 1 (up for words it gains, down for words it
     loses): ℓ∞ sensitivity 1, not monotone.
     """
-    keywords = _check_strings("keywords", keywords)
-    answers = _check_strings("answers", answers, allow_empty=True)
     kw = {w: i for i, w in enumerate(keywords)}
     if len(kw) != len(keywords):
         raise ValueError(f"keywords must be distinct, got {shown(keywords)}")
@@ -263,10 +276,9 @@ def keyword_histogram(answers: Sequence[str], keywords: Sequence[str]) -> np.nda
     return counts
 
 
+@constrained(d=COUNT, k=COUNT)
 def topk_sequences(d: int, k: int) -> np.ndarray:
     """All ordered sequences of k distinct items of range(d), shape (d!/(d−k)!, k)."""
-    d = check_int("d", d)
-    k = check_int("k", k)
     if k > d:
         raise ValueError(f"k must be in [1, d={d}], got {k}")
     total = math.perm(d, k)
@@ -276,6 +288,7 @@ def topk_sequences(d: int, k: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(d), k)), dtype=np.int64).reshape(-1, k)
 
 
+@constrained(counts=COUNTS, k=COUNT)
 def joint_em_utilities(counts: object, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The joint exponential mechanism's utility of every ordered k-sequence s:
 
@@ -285,15 +298,16 @@ def joint_em_utilities(counts: object, k: int) -> tuple[np.ndarray, np.ndarray]:
     exponential mechanism for differentially private top-k", ICML, §3). The true top-k in order
     has utility 0. Returns (sequences, utilities).
     """
-    h = check_finite_array("counts", counts)
+    h = counts
     if h.ndim != 1:
         raise ValueError(f"counts must be 1-D, got shape {h.shape}")
-    check_real_array("counts", h, low=0.0, low_open=False)
     seqs = topk_sequences(h.size, k)
     top = np.sort(h)[::-1][:k]
     return seqs, -np.max(top[None, :] - h[seqs], axis=1)
 
 
+@constrained(counts=COUNTS, k=COUNT, epsilon=EPSILON, sensitivity=SENSITIVITY,
+             size=OPTIONAL_COUNT, rng=RNG)
 def joint_exponential_topk(counts: object, k: int, epsilon: float, *, sensitivity: float = 2.0,
                            size: int | None = None, rng) -> tuple[int, ...] | np.ndarray:
     """Private top-k keywords by the joint exponential mechanism, ε-DP.
@@ -311,13 +325,13 @@ def joint_exponential_topk(counts: object, k: int, epsilon: float, *, sensitivit
     """
     seqs, u = joint_em_utilities(counts, k)
     if size is not None:
-        n = check_int("size", size)
-        return seqs[exponential_mechanism(np.broadcast_to(u, (n, u.size)), epsilon, sensitivity,
+        return seqs[exponential_mechanism(np.broadcast_to(u, (size, u.size)), epsilon, sensitivity,
                                           rng=rng)]
     idx = exponential_mechanism(u, epsilon, sensitivity, rng=rng)
     return tuple(int(x) for x in seqs[idx])
 
 
+@constrained(counts=FINITE_ARRAY, k=COUNT)
 def ptr_distance(counts: object, k: int) -> int:
     """A lower bound on the number of changed answers needed before the top-k *set* could change.
 
@@ -328,8 +342,7 @@ def ptr_distance(counts: object, k: int) -> int:
     dist has sensitivity 1 and dist ≥ 1 implies every neighbour has the same top-k set — the two
     properties propose-test-release needs (Dwork & Roth 2014, §7.3).
     """
-    h = check_finite_array("counts", counts)
-    k = check_int("k", k)
+    h = counts
     if h.ndim != 1 or k > h.size:
         raise ValueError(f"counts must be 1-D with at least k={k} entries, got shape {h.shape}")
     if k == h.size:
@@ -339,20 +352,21 @@ def ptr_distance(counts: object, k: int) -> int:
     return max(0, int(math.ceil(gap / 2.0)) - 1)
 
 
+@constrained(counts=FINITE_ARRAY, k=COUNT, epsilon=EPSILON, delta=DELTA)
 def ptr_release_probability(counts: object, k: int, epsilon: float, delta: float) -> float:
     """P(:func:`ptr_topk` releases the top-k set) = P(dist + Lap(1/ε) > ln(1/δ)/ε), exactly:
     with t = ln(1/δ)/ε − dist, ½·e^{−εt} for t ≥ 0 and 1 − ½·e^{εt} for t < 0."""
-    eps = check_positive("epsilon", epsilon)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
+    eps, d = epsilon, delta
     t = math.log(1.0 / d) / eps - min(ptr_distance(counts, k), 1e12)
     return 0.5 * math.exp(-eps * t) if t >= 0 else 1.0 - 0.5 * math.exp(eps * t)
 
 
+@constrained(counts=COUNTS, k=COUNT, epsilon=EPSILON, sensitivity=SENSITIVITY)
 def joint_em_topk_probability(counts: object, k: int, epsilon: float, *,
                               sensitivity: float = 2.0) -> float:
     """P(:func:`joint_exponential_topk` returns the true top-k *set*, in any order), exactly:
     the exponential-mechanism probabilities of the k! orderings of the true top-k summed."""
-    h = check_finite_array("counts", counts)
+    h = counts
     seqs, u = joint_em_utilities(h, k)
     p = exponential_mechanism_probabilities(u, epsilon, sensitivity)
     top = set(np.lexsort((np.arange(h.size), -h))[:k].tolist())
@@ -360,6 +374,7 @@ def joint_em_topk_probability(counts: object, k: int, epsilon: float, *,
     return float(p[hit].sum())
 
 
+@constrained(counts=FINITE_ARRAY, k=COUNT, epsilon=EPSILON, delta=DELTA, rng=RNG)
 def ptr_topk(counts: object, k: int, epsilon: float, delta: float, *,
              rng) -> tuple[int, ...] | None:
     """Propose-test-release for the top-k keyword set: (ε, δ)-DP.
@@ -371,9 +386,7 @@ def ptr_topk(counts: object, k: int, epsilon: float, delta: float, *,
     probability ≤ δ/2 (Dwork & Roth 2014, §7.3; Thakurta & Smith 2013). Wu et al. 2024 use a
     Rényi-DP variant of the same idea.
     """
-    h = check_finite_array("counts", counts)
-    eps = check_positive("epsilon", epsilon)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
+    h, eps, d = counts, epsilon, delta
     dist = ptr_distance(h, k)
     noisy = laplace_mechanism(float(min(dist, 1e12)), eps, 1.0, rng=rng)
     if noisy <= math.log(1.0 / d) / eps:

@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int, check_probability, check_real, shown
+from .._constraints import Options, constrained, unconstrained
+from .._validate import shown
+from ._params import (ACCOUNTANT, COUNT, DELTA, EPSILON_OR_INF, OPTIONAL_COUNT, OPTIONAL_RATE, RNG,
+                      SAMPLER)
+from ._records import TEMPLATE
 from .accounting import per_query_epsilon, vote_noise_std
 from .aggregation import Votes, ensemble_votes, noisy_vote, partition_exemplars, rnm_vote
 from .prompts import PromptBatch, PromptTemplate
@@ -28,17 +32,10 @@ if TYPE_CHECKING:
 __all__ = ["DPICLResult", "zero_shot_predict", "single_prompt_predict", "dp_icl_classify"]
 
 
-def _check_eps(epsilon: object) -> float:
-    eps = check_real("epsilon", epsilon, low=0.0, high=math.inf, high_open=False)
-    if eps == 0:
-        raise ValueError("epsilon must be in (0, inf], got 0: epsilon = 0 means the private "
-                         "exemplars are not used at all — call zero_shot_predict")
-    return eps
-
-
 # ---------------------------------------------------------------------------------------------
 # Classification
 # ---------------------------------------------------------------------------------------------
+@unconstrained("the result record of dp_icl_classify, built from its checked arguments")
 @dataclass(frozen=True)
 class DPICLResult:
     """Output of :func:`dp_icl_classify` (``noisy`` is what a released histogram would be).
@@ -54,6 +51,8 @@ class DPICLResult:
     sample_rate: float
     info: dict = field(default_factory=dict)
 
+    @unconstrained("forwards the public facts to dplib.reporting.privacy_report, which checks "
+                   "them")
     def privacy_report(self, **public_facts: object) -> "PrivacyReport":
         """This release's complete privacy statement, read from the run:
         :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
@@ -61,25 +60,31 @@ class DPICLResult:
         return privacy_report(self, **public_facts)
 
 
+@constrained(template=TEMPLATE)
 def zero_shot_predict(model, template: PromptTemplate, queries: Sequence[str]) -> np.ndarray:
     """Predictions with no demonstrations at all (ε = 0: the private data are never read)."""
     batch = PromptBatch(template, (), None, np.full((len(queries), 1), -1), list(queries))
     return np.asarray(model.predict(batch))
 
 
+@constrained(template=TEMPLATE, shots=COUNT, rng=RNG)
 def single_prompt_predict(model, template: PromptTemplate, pool_texts: Sequence[str],
                           pool_labels: np.ndarray, queries: Sequence[str], shots: int, *,
                           rng) -> np.ndarray:
     """Non-private ICL with *one* prompt of ``shots`` random exemplars shared by every query."""
-    k = check_int("shots", shots)
+    k = shots
     if k > len(pool_texts):
         raise ValueError(f"shots must be in [1, {len(pool_texts)}], got {shown(shots)}")
-    demos = as_generator(rng).choice(len(pool_texts), k, replace=False)
+    demos = rng.choice(len(pool_texts), k, replace=False)
     batch = PromptBatch(template, pool_texts, np.asarray(pool_labels),
                         np.broadcast_to(demos, (len(queries), k)).copy(), list(queries))
     return np.asarray(model.predict(batch))
 
 
+@constrained(template=TEMPLATE, epsilon=EPSILON_OR_INF, delta=DELTA, num_subsets=COUNT,
+             shots=COUNT, sample_rate=OPTIONAL_RATE, sampler=SAMPLER,
+             aggregator=Options("gaussian", "rnm"), accountant=ACCOUNTANT,
+             num_queries=OPTIONAL_COUNT, rng=RNG)
 def dp_icl_classify(model, template: PromptTemplate, pool_texts: Sequence[str],
                     pool_labels: np.ndarray, queries: Sequence[str], *, epsilon: float,
                     delta: float, num_subsets: int, shots: int,
@@ -105,20 +110,15 @@ def dp_icl_classify(model, template: PromptTemplate, pool_texts: Sequence[str],
     itself changes by one. If n is private, pass a ``sample_rate`` fixed independently of the
     data (as :mod:`dplib.icl.fewshot` says for its per-label rates).
     """
-    eps = _check_eps(epsilon)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    m = check_int("num_subsets", num_subsets)
-    k = check_int("shots", shots)
-    check_choice("aggregator", aggregator, ("gaussian", "rnm"))
+    eps, d, m, k, gen = epsilon, delta, num_subsets, shots, rng
     n = len(pool_texts)
     if sample_rate is None:
         q = 1.0 if sampler == "fixed" else min(1.0, m * k / n)
     else:
-        q = check_probability("sample_rate", sample_rate, low_open=True)
-    qn = len(queries) if num_queries is None else check_int("num_queries", num_queries)
+        q = sample_rate
+    qn = len(queries) if num_queries is None else num_queries
     if qn < len(queries):
         raise ValueError(f"num_queries must be >= len(queries) = {len(queries)}, got {qn}")
-    gen = as_generator(rng)
     demos = partition_exemplars(n, m, len(queries), shots=k, sample_rate=q, sampler=sampler,
                                 rng=gen)
     votes = ensemble_votes(model, template, pool_texts, pool_labels, queries, demos)

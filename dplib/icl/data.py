@@ -44,7 +44,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int, shown
+from .._constraints import InstanceOf, Options, constrained, unconstrained
+from .._validate import as_generator, shown
+from ._params import COUNT, OPTIONAL_COUNT, SEED
 
 __all__ = ["TextDataset", "TASKS", "make_book_data", "write_book_data", "load_book_data",
            "vocabulary", "tokenize", "public_corpus", "STOPWORDS", "product_reference", "load_sst2",
@@ -113,6 +115,8 @@ _SEED = 20240507
 _N_ROWS, _N_TEST = 2000, 400
 
 
+@unconstrained("a data container built by the loaders of this module from checked files; "
+               "subset() declares its own parameters")
 @dataclass(frozen=True)
 class TextDataset:
     """A labelled text classification data set split into a private pool and test queries."""
@@ -130,10 +134,11 @@ class TextDataset:
     def num_classes(self) -> int:
         return len(self.labels)
 
+    @constrained(n_pool=OPTIONAL_COUNT, n_test=OPTIONAL_COUNT)
     def subset(self, n_pool: int | None = None, n_test: int | None = None) -> "TextDataset":
         """The first ``n_pool`` pool rows and ``n_test`` test rows (quick mode uses this)."""
-        p = len(self.pool_texts) if n_pool is None else check_int("n_pool", n_pool)
-        t = len(self.test_texts) if n_test is None else check_int("n_test", n_test)
+        p = len(self.pool_texts) if n_pool is None else n_pool
+        t = len(self.test_texts) if n_test is None else n_test
         if p > len(self.pool_texts) or t > len(self.test_texts):
             raise ValueError(f"n_pool must be in [1, {len(self.pool_texts)}] and n_test in "
                              f"[1, {len(self.test_texts)}], got {shown(n_pool)}, {shown(n_test)}")
@@ -142,9 +147,15 @@ class TextDataset:
                            self.input_name, self.output_name)
 
 
+#: As ``dplib.icl._records.DATASET`` (which imports this module).
+_DATASET = InstanceOf(TextDataset, "a TextDataset (dplib.icl.load_book_data(task))",
+                      bad=(None, "sentiment", ["the lamp is bright"]))
+
 _TOKEN = re.compile(r"[a-z0-9']+")
 
 
+@unconstrained("a per-text helper called in loops over texts: it refuses a non-string in its "
+               "body, which costs less than the decorator")
 def tokenize(text: str) -> list[str]:
     """Lower-case word tokens (letters, digits, apostrophes); everything else separates."""
     if not isinstance(text, str):
@@ -261,6 +272,7 @@ def _topic_rows(n: int, gen: np.random.Generator) -> list[tuple[int, str]]:
     return rows
 
 
+@constrained(n=COUNT, seed=SEED)
 @functools.lru_cache(maxsize=4)
 def public_corpus(n: int = 4000, seed: int = 1) -> tuple[str, ...]:
     """A public "pretraining" text for the toy model: ``n`` sentences from the same templates.
@@ -272,8 +284,7 @@ def public_corpus(n: int = 4000, seed: int = 1) -> tuple[str, ...]:
     random: the model meets them but cannot learn their polarity or topic. Nothing here comes from
     the private data: no product leans either way, no product has signature adjectives.
     """
-    n = check_int("n", n)
-    gen = np.random.default_rng([check_int("seed", seed, low=0), 99])
+    gen = np.random.default_rng([seed, 99])
     sent_labels, topics = TASKS["sentiment"]["labels"], list(TOPIC_WORDS)
     common = (NEGATIVE[:N_COMMON], POSITIVE[:N_COMMON])
     domain = NEGATIVE[N_COMMON:] + POSITIVE[N_COMMON:]
@@ -301,14 +312,13 @@ def public_corpus(n: int = 4000, seed: int = 1) -> tuple[str, ...]:
     return tuple(out)
 
 
+@constrained(task=Options(*TASKS), seed=SEED)
 def make_book_data(task: str, seed: int = _SEED) -> str:
     """The CSV text of the book's data set for ``task`` ("sentiment" or "topic"), deterministic.
 
     2 000 rows from one ``numpy`` generator seeded with ``seed`` (a different stream per task);
     the last 400 rows are the test split. Returns the file content (``\\n`` line ends).
     """
-    check_choice("task", task, tuple(TASKS))
-    seed = check_int("seed", seed, low=0)
     gen = np.random.default_rng([seed, list(TASKS).index(task)])
     rows = (_sentiment_rows if task == "sentiment" else _topic_rows)(_N_ROWS, gen)
     buf = io.StringIO()
@@ -319,6 +329,8 @@ def make_book_data(task: str, seed: int = _SEED) -> str:
     return buf.getvalue()
 
 
+@unconstrained("writes the two files into a directory (any path-like, as pathlib takes it); "
+               "no other input")
 def write_book_data(directory: str | os.PathLike = DATA_DIR) -> dict[str, str]:
     """Write ``icl_<task>.csv`` for both tasks into ``directory``; returns their SHA-256."""
     out = {}
@@ -345,6 +357,7 @@ def _parse_book_csv(task: str, content: bytes) -> TextDataset:
                        spec["input_name"], spec["output_name"])
 
 
+@constrained(task=Options(*TASKS))
 def load_book_data(task: str, directory: str | os.PathLike = DATA_DIR, *,
                    verify: bool = True) -> TextDataset:
     """The book's data set for ``task`` from ``data/icl_<task>.csv``, checksum verified.
@@ -352,7 +365,6 @@ def load_book_data(task: str, directory: str | os.PathLike = DATA_DIR, *,
     If the file is missing (e.g. an installed ``dplib`` without the repository) it is
     regenerated in memory by :func:`make_book_data` — the same bytes.
     """
-    check_choice("task", task, tuple(TASKS))
     path = Path(directory) / f"icl_{task}.csv"
     content = path.read_bytes() if path.exists() else make_book_data(task).encode()
     if verify:
@@ -363,13 +375,13 @@ def load_book_data(task: str, directory: str | os.PathLike = DATA_DIR, *,
     return _parse_book_csv(task, content)
 
 
+@constrained(dataset=_DATASET, product=Options(*PRODUCTS))
 def product_reference(dataset: TextDataset, product: str) -> tuple[str, tuple[str, str]]:
     """The reference summary of ``product``'s reviews in the pool: its majority sentiment and the
     two adjectives its reviews of that sentiment use most (ties: alphabetical).
 
     This is the non-private ground truth the generation examples are scored against.
     """
-    check_choice("product", product, PRODUCTS)
     toks = [tokenize(t) for t in dataset.pool_texts]
     mine = [i for i, t in enumerate(toks) if product in t]
     if not mine:
@@ -416,6 +428,7 @@ def _md5(path: Path) -> str:
     return h.hexdigest()
 
 
+@constrained(name=Options(*SOURCES))
 def download(name: str, cache: str | os.PathLike | None = None, *, url: str | None = None,
              md5: str | None = None) -> Path:
     """Download the public file ``name`` (a key of :data:`SOURCES`) once, verify its MD5.
@@ -424,7 +437,6 @@ def download(name: str, cache: str | os.PathLike | None = None, *, url: str | No
     ``ValueError`` (and the bad download is removed). ``url``/``md5`` override the defaults
     (tests point them at a local ``file://`` URL). Needs network unless the file is cached.
     """
-    check_choice("name", name, tuple(SOURCES))
     src = SOURCES[name]
     url = src["url"] if url is None else url
     md5 = src["md5"] if md5 is None else md5
@@ -452,6 +464,7 @@ def _sample(texts: list[str], labels: list[int], n: int | None, seed: int):
     return tuple(texts[i] for i in idx), np.array([labels[i] for i in idx], dtype=np.int64)
 
 
+@constrained(n_pool=OPTIONAL_COUNT, n_test=OPTIONAL_COUNT, seed=SEED)
 def load_sst2(cache: str | os.PathLike | None = None, *, n_pool: int | None = 2000,
               n_test: int | None = None, seed: int = 0, **download_kw) -> TextDataset:
     """SST-2 (GLUE): the pool is a random ``n_pool`` of the 67 349 training sentences, the test
@@ -473,6 +486,7 @@ def load_sst2(cache: str | os.PathLike | None = None, *, n_pool: int | None = 20
                        px, py, tx, ty, "Review", "Sentiment")
 
 
+@constrained(n_pool=OPTIONAL_COUNT, n_test=OPTIONAL_COUNT, seed=SEED)
 def load_agnews(cache: str | os.PathLike | None = None, *, n_pool: int | None = 2000,
                 n_test: int | None = 1000, seed: int = 0, **download_kw) -> TextDataset:
     """AG News: pool from the 120 000 training rows, queries from the 7 600 test rows (labels 1–4

@@ -33,9 +33,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_probability, check_real
-from .accounting import VOTE_SENSITIVITY, gaussian_noise_std
+from .._constraints import constrained
 from ._checks import check_disjoint
+from ._params import (ACCOUNTANT, COUNT, DELTA, EPSILON_OR_INF, NOISE_STD, OPTIONAL_COUNT, RNG,
+                      SAMPLE_RATE)
+from ._records import TEMPLATE
+from .accounting import VOTE_SENSITIVITY, gaussian_noise_std
 from .aggregation import partition_exemplars
 from .prompts import PromptBatch, PromptTemplate
 
@@ -54,6 +57,7 @@ def _probs(model, template, pool_texts, demos, prefixes) -> np.ndarray:
     return w / np.where(ok, w.sum(axis=1, keepdims=True), 1.0)
 
 
+@constrained(template=TEMPLATE, noise_std=NOISE_STD, public_top_k=OPTIONAL_COUNT, rng=RNG)
 def private_next_tokens(model, template: PromptTemplate, pool_texts: Sequence[str],
                         prefixes: Sequence[str], demos: np.ndarray, noise_std: float, *,
                         public_top_k: int | None = None, rng) -> np.ndarray:
@@ -76,14 +80,13 @@ def private_next_tokens(model, template: PromptTemplate, pool_texts: Sequence[st
         raise ValueError(f"demos must have shape (len(prefixes)={len(prefixes)}, M, N), "
                          f"got {d.shape}")
     check_disjoint("demos", d)
-    s = check_real("noise_std", noise_std, low=0.0, low_open=False)
-    gen = as_generator(rng)
+    s, gen = noise_std, rng
     b, m, n = d.shape
     probs = _probs(model, template, pool_texts, d.reshape(b * m, n),
                    [p for p in prefixes for _ in range(m)])
     total = probs.reshape(b, m, -1).sum(axis=1)                          # (B, V)
     if public_top_k is not None:
-        k = check_int("public_top_k", public_top_k)
+        k = public_top_k
         public = _probs(model, template, pool_texts, np.full((b, 1), -1), list(prefixes))
         allowed = np.argsort(-public, axis=1, kind="stable")[:, :k]
         cand = np.take_along_axis(total, allowed, axis=1)
@@ -93,18 +96,16 @@ def private_next_tokens(model, template: PromptTemplate, pool_texts: Sequence[st
     return np.argmax(noisy, axis=1)
 
 
+@constrained(template=TEMPLATE, num_demos=COUNT, max_tokens=COUNT, num_subsets=COUNT, shots=COUNT,
+             sample_rate=SAMPLE_RATE, noise_std=NOISE_STD, public_top_k=OPTIONAL_COUNT, rng=RNG)
 def generate_demonstrations(model, template: PromptTemplate, pool_texts: Sequence[str], *,
                             num_demos: int, max_tokens: int, num_subsets: int, shots: int,
                             sample_rate: float, noise_std: float,
                             public_top_k: int | None = None, rng) -> list[str]:
     """``num_demos`` texts written token by token from the exemplars ``pool_texts`` (all of one
     label) with :func:`private_next_tokens`; fresh Poisson subsets at every step."""
-    nd = check_int("num_demos", num_demos)
-    t_max = check_int("max_tokens", max_tokens)
-    m = check_int("num_subsets", num_subsets)
-    n_shots = check_int("shots", shots)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    gen = as_generator(rng)
+    nd, t_max, m, n_shots, q, gen = (num_demos, max_tokens, num_subsets, shots, sample_rate,
+                                     rng)
     ids: list[list[int]] = [[] for _ in range(nd)]
     active = np.ones(nd, dtype=bool)
     for _ in range(t_max):
@@ -124,6 +125,9 @@ def generate_demonstrations(model, template: PromptTemplate, pool_texts: Sequenc
     return [model.decode(x) for x in ids]
 
 
+@constrained(template=TEMPLATE, epsilon=EPSILON_OR_INF, delta=DELTA, demos_per_label=COUNT,
+             max_tokens=COUNT, num_subsets=COUNT, shots=COUNT, public_top_k=OPTIONAL_COUNT,
+             accountant=ACCOUNTANT, rng=RNG)
 def synthetic_demonstrations(model, template: PromptTemplate, pool_texts: Sequence[str],
                              pool_labels: np.ndarray, *, epsilon: float, delta: float,
                              demos_per_label: int = 2, max_tokens: int = 8,
@@ -139,17 +143,14 @@ def synthetic_demonstrations(model, template: PromptTemplate, pool_texts: Sequen
     ensemble. Returns (texts, labels, noise std).
     """
     labels = np.asarray(pool_labels)
-    nd = check_int("demos_per_label", demos_per_label)
-    t_max = check_int("max_tokens", max_tokens)
-    m = check_int("num_subsets", num_subsets)
-    n_shots = check_int("shots", shots)
+    nd, t_max, m, n_shots = demos_per_label, max_tokens, num_subsets, shots
     sizes = [int(np.sum(labels == c)) for c in range(len(template.labels))]
     if min(sizes) == 0:
         raise ValueError(f"every label needs private exemplars, got counts {sizes}")
     rates = [min(1.0, m * n_shots / s) for s in sizes]
     noise = gaussian_noise_std(epsilon, delta, nd * t_max, max(rates), VOTE_SENSITIVITY,
                                accountant=accountant)
-    gen = as_generator(rng)
+    gen = rng
     texts, ys = [], []
     for c in range(len(template.labels)):
         idx = np.flatnonzero(labels == c)
@@ -162,6 +163,7 @@ def synthetic_demonstrations(model, template: PromptTemplate, pool_texts: Sequen
     return texts, np.asarray(ys, dtype=np.int64), noise
 
 
+@constrained(template=TEMPLATE)
 def synthetic_demos_prompts(template: PromptTemplate, demo_texts: Sequence[str],
                             demo_labels: np.ndarray, queries: Sequence[str]) -> PromptBatch:
     """One prompt per query, each with *all* the (public) synthetic demonstrations."""

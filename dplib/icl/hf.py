@@ -19,7 +19,9 @@ from typing import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from .._validate import check_int, shown
+from .._constraints import constrained, unconstrained
+from .._validate import shown
+from ._params import COUNT
 from .prompts import PromptBatch
 
 __all__ = ["HFCausalLM", "transformers_available", "PINNED_REVISIONS"]
@@ -86,6 +88,7 @@ class HFCausalLM:
     the labels (the label words of the book's tasks are one GPT-2 token each).
     """
 
+    @constrained(batch_size=COUNT, max_length=COUNT)
     def __init__(self, model_name: str = "gpt2", *, revision: str | None = None, model=None,
                  tokenizer=None, device=None, batch_size: int = 8, max_length: int = 1024,
                  local_files_only: bool = False):
@@ -108,8 +111,7 @@ class HFCausalLM:
         self.device = as_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
-        self.batch_size = check_int("batch_size", batch_size)
-        self.max_length = check_int("max_length", max_length)
+        self.batch_size, self.max_length = batch_size, max_length
         self.eos_id = int(getattr(tokenizer, "eos_token_id", 0) or 0)
         params = inspect.signature(self.model.forward).parameters
         self._takes_positions = "position_ids" in params or any(
@@ -123,9 +125,13 @@ class HFCausalLM:
         cfg = getattr(self.model, "config", None)
         return int(getattr(cfg, "vocab_size", None) or len(self.tokenizer))
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def decode(self, ids: Sequence[int]) -> str:
         ids = [int(i) for i in ids]
         if self.eos_id in ids:
@@ -152,6 +158,8 @@ class HFCausalLM:
             out.append(torch.log_softmax(logits.float(), dim=-1).cpu().numpy())
         return np.concatenate(out).astype(float)
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm sentence embeddings from the model's last hidden layer, (len(texts), d).
 
@@ -176,10 +184,14 @@ class HFCausalLM:
         cfg = getattr(self.model, "config", None)
         return int(getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", 1))
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def next_token_logprobs(self, batch: PromptBatch) -> np.ndarray:
         """log p(next token | rendered prompt), shape (B, vocabulary size)."""
         return self._last_logits([batch.render(b) for b in range(len(batch))])
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def label_logprobs(self, batch: PromptBatch) -> np.ndarray:
         """log p(label | rendered prompt) over the task's labels, shape (B, C)."""
         first = [self.encode(" " + lab)[0] for lab in batch.template.labels]
@@ -189,5 +201,7 @@ class HFCausalLM:
         lp = self._last_logits([batch.render(b) for b in range(len(batch))])[:, first]
         return lp - logsumexp(lp, axis=1, keepdims=True)
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def predict(self, batch: PromptBatch) -> np.ndarray:
         return np.argmax(self.label_logprobs(batch), axis=1)

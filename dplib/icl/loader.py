@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 
-from .data import TextDataset, load_agnews, load_book_data, load_sst2
+from .._constraints import Custom, constrained
 from .._validate import shown
+from ._params import COUNT
+from .data import TextDataset, load_agnews, load_book_data, load_sst2
 
 __all__ = ["LOCAL_MODELS", "load_model", "load_datasets"]
 
@@ -28,9 +30,14 @@ def _check_name(name: object) -> str:
     return name.strip()
 
 
+#: A model's name: "offline", "tiny" or a Hugging Face hub name (surrounding spaces dropped).
+_NAME = Custom(lambda name, value: _check_name(value),
+               "'offline', 'tiny' or a Hugging Face model name", ["", "   ", None, 3, ["tiny"]])
+
+
+@constrained(name=_NAME)
 def load_model(name: str = "offline", *, revision: str | None = None, device=None):
     """The language model ``name`` names, behind the interface of :mod:`dplib.icl.model`."""
-    name = _check_name(name)
     if name == "offline":
         from .model import OfflineICL
         return OfflineICL()
@@ -41,12 +48,12 @@ def load_model(name: str = "offline", *, revision: str | None = None, device=Non
     return HFCausalLM(name, revision=revision, device=device)
 
 
+@constrained(name=_NAME, n_pool=COUNT, n_test=COUNT)
 def load_datasets(name: str = "offline", *, cache: str | os.PathLike | None = None,
                   n_pool: int = 2000, n_test: int = 1000) -> tuple[TextDataset, TextDataset]:
     """(sentiment, topic) data for model ``name``: the book's data sets for a local model,
     SST-2 and AG News (``n_pool`` exemplars, ``n_test`` queries, downloaded to ``cache``) for a
     hub model, whose tokenizer knows real English."""
-    name = _check_name(name)
     if name in LOCAL_MODELS:
         return load_book_data("sentiment"), load_book_data("topic")
     return (load_sst2(cache, n_pool=n_pool, n_test=n_test),

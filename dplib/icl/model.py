@@ -57,7 +57,9 @@ import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
 
-from .._validate import as_generator, check_int, check_positive, check_real
+from .._constraints import Integer, Interval, constrained, unconstrained
+from .._validate import as_generator
+from ._params import COUNT, NONNEG, POSITIVE
 from .data import STOPWORDS, public_corpus, tokenize, vocabulary
 from .hf import PINNED_REVISIONS, HFCausalLM, transformers_available  # re-exported
 from .prompts import PromptBatch
@@ -80,11 +82,12 @@ class HashingEmbedder:
     get ``default_weight``); ``stopwords`` are dropped. Cosine similarity = dot product.
     """
 
+    @constrained(n_features=Integer(min=16), default_weight=POSITIVE)
     def __init__(self, n_features: int = 2**14, *, weights: dict[str, float] | None = None,
                  default_weight: float = 1.0, stopwords: frozenset = frozenset()):
-        self.n_features = check_int("n_features", n_features, low=16)
+        self.n_features = n_features
         self.weights = dict(weights or {})
-        self.default_weight = check_positive("default_weight", default_weight)
+        self.default_weight = default_weight
         self.stopwords = frozenset(stopwords)
         self._hash: dict[str, tuple[int, float]] = {}
 
@@ -97,6 +100,7 @@ class HashingEmbedder:
             self._hash[word] = hit
         return hit
 
+    @unconstrained("embeds a list of texts; tokenize refuses a non-string")
     def embed(self, texts: Sequence[str]) -> sparse.csr_matrix:
         """A sparse (len(texts), n_features) matrix with unit-norm rows (empty texts: zero).
         A copy of the cached matrix: a caller that writes into it cannot change later calls."""
@@ -120,6 +124,7 @@ class HashingEmbedder:
         norms[norms == 0] = 1.0
         return sparse.csr_matrix(sparse.diags(1.0 / norms) @ m)
 
+    @unconstrained("two calls of embed, which tokenize checks")
     def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Dense cosine similarities between two lists of texts, shape (len(a), len(b))."""
         return np.asarray((self.embed(a) @ self.embed(b).T).todense())
@@ -135,9 +140,9 @@ class WordVectors:
     toy model's only "world knowledge".
     """
 
+    @constrained(dim=COUNT)
     def __init__(self, corpus: Sequence[str], *, dim: int = 16,
                  stopwords: frozenset = frozenset()):
-        dim = check_int("dim", dim, low=1)
         docs = [[w for w in tokenize(t) if w not in stopwords] for t in corpus]
         self.words = tuple(sorted({w for d in docs for w in d}))
         self.index = {w: i for i, w in enumerate(self.words)}
@@ -163,6 +168,7 @@ class WordVectors:
         self.vectors = vec / np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)
         self.stopwords = frozenset(stopwords)
 
+    @unconstrained("embeds a list of texts; tokenize refuses a non-string")
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm text vectors, shape (len(texts), dim) (zero for texts with no known word).
         A copy of the cached array: a caller that writes into it cannot change later calls."""
@@ -245,19 +251,16 @@ class OfflineICL:
     copy_bias : γ ≥ 0, how strongly generation favours words present in the demonstrations.
     """
 
+    @constrained(zero_shot_strength=NONNEG, copy_strength=NONNEG, sharpness=POSITIVE,
+                 sink=Interval(-1.0, 1.0, closed="both"),
+                 semantic_mix=Interval(0.0, 1.0, closed="both"),
+                 grammar_strength=POSITIVE, copy_bias=NONNEG)
     def __init__(self, *, zero_shot_strength: float = 4.0, copy_strength: float = 3.0,
                  sharpness: float = 8.0, sink: float = 0.5, semantic_mix: float = 0.3,
                  grammar_strength: float = 0.1, copy_bias: float = 2.0):
-        self.zero_shot_strength = check_real("zero_shot_strength", zero_shot_strength,
-                                             low=0.0, low_open=False)
-        self.copy_strength = check_real("copy_strength", copy_strength, low=0.0,
-                                        low_open=False)
-        self.sharpness = check_positive("sharpness", sharpness)
-        self.sink = check_real("sink", sink, low=-1.0, high=1.0, low_open=False, high_open=False)
-        self.semantic_mix = check_real("semantic_mix", semantic_mix, low=0.0, high=1.0,
-                                       low_open=False, high_open=False)
-        self.grammar_strength = check_positive("grammar_strength", grammar_strength)
-        self.copy_bias = check_real("copy_bias", copy_bias, low=0.0, low_open=False)
+        self.zero_shot_strength, self.copy_strength = zero_shot_strength, copy_strength
+        self.sharpness, self.sink, self.semantic_mix = sharpness, sink, semantic_mix
+        self.grammar_strength, self.copy_bias = grammar_strength, copy_bias
         self.word_vectors, self.lexical = _pretrained()
         self.vocabulary: tuple[str, ...] = (EOS, UNK) + vocabulary()
         self._index = {w: i for i, w in enumerate(self.vocabulary)}
@@ -268,6 +271,8 @@ class OfflineICL:
     def eos_id(self) -> int:
         return 0
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm lexical embeddings of ``texts``, shape (len(texts), d): what ESA compares.
 
@@ -276,10 +281,14 @@ class OfflineICL:
         """
         return self.lexical.embed(list(texts)).toarray()
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def encode(self, text: str) -> list[int]:
         """Word ids of ``text`` (unknown words map to ``<unk>``)."""
         return [self._index.get(w, 1) for w in tokenize(text)]
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def decode(self, ids: Sequence[int]) -> str:
         """The text of a sequence of ids (``</s>`` ends it)."""
         out = []
@@ -290,6 +299,8 @@ class OfflineICL:
         return " ".join(out)
 
     # -- classification -------------------------------------------------------------------------
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def label_logits(self, batch: PromptBatch) -> np.ndarray:
         """The logits above for every prompt of the batch, shape (B, C). Vectorised: the
         similarities of the distinct queries to the used exemplars are computed once (a sparse
@@ -326,11 +337,15 @@ class OfflineICL:
                                                              onehot.astype(float))
         return logits
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def label_logprobs(self, batch: PromptBatch) -> np.ndarray:
         """log p(label | prompt) = log-softmax of :meth:`label_logits`, shape (B, C)."""
         z = self.label_logits(batch)
         return z - logsumexp(z, axis=1, keepdims=True)
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def predict(self, batch: PromptBatch) -> np.ndarray:
         """The most likely label of every prompt (ties: the lowest label index)."""
         return np.argmax(self.label_logits(batch), axis=1)
@@ -355,6 +370,8 @@ class OfflineICL:
         ids = [self.eos_id, self.eos_id] + self.encode(prefix)
         return ids[-2], ids[-1]
 
+    @unconstrained("the model interface, called by the DP-ICL functions with the texts, ids "
+                   "and PromptBatch they built")
     def next_token_logprobs(self, batch: PromptBatch) -> np.ndarray:
         """log p(next word | prompt) for every prompt, shape (B, V).
 
@@ -397,14 +414,14 @@ class OfflineICL:
         return np.log(p3)
 
 
+@constrained(max_tokens=COUNT, temperature=NONNEG)
 def generate(model, batch: PromptBatch, max_tokens: int = 8, *, temperature: float = 0.0,
              rng=None) -> list[str]:
     """Continue every prompt's prefix with any model of this module (non-private; one text per
     prompt). ``temperature = 0`` decodes greedily; > 0 samples from p^(1/T) (needs ``rng``).
     Stops at the end-of-text token or after ``max_tokens`` tokens; returns prefix + continuation.
     """
-    max_tokens = check_int("max_tokens", max_tokens)
-    temp = check_real("temperature", temperature, low=0.0, low_open=False)
+    temp = temperature
     gen = None if temp == 0 else as_generator(rng)
     ids: list[list[int]] = [model.encode(q) for q in batch.queries]
     done = np.zeros(len(batch), bool)

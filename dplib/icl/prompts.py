@@ -24,9 +24,14 @@ from typing import Sequence
 
 import numpy as np
 
+from .._constraints import InstanceOf, constrained, unconstrained
+from .data import TextDataset
+
 __all__ = ["PromptTemplate", "PromptBatch", "template_for"]
 
 
+@unconstrained("a record of public strings; its one check, one description per label, relates "
+               "two fields and stays in __post_init__")
 @dataclass(frozen=True)
 class PromptTemplate:
     """How prompts of one task look: label names, their public descriptions, field names.
@@ -51,6 +56,8 @@ class PromptTemplate:
                                     f"{self.input_name.lower()}.")
         return f"{head} {desc}".strip()
 
+    @unconstrained("renders the demonstrations PromptBatch.render picked from its checked "
+                   "batch")
     def render(self, demos: Sequence[tuple[str, int | None]], query: str, *,
                generation: bool = False) -> str:
         """The prompt as text: header, one block per demonstration, then the query."""
@@ -67,12 +74,16 @@ class PromptTemplate:
         return "\n\n".join(parts)
 
 
+@constrained(dataset=InstanceOf(TextDataset, "a TextDataset (dplib.icl.load_book_data(task))",
+                                bad=(None, "sentiment", ["the lamp is bright"])))
 def template_for(dataset) -> PromptTemplate:
     """The template of a :class:`dplib.icl.data.TextDataset`."""
     return PromptTemplate(tuple(dataset.labels), tuple(dataset.descriptions),
                           dataset.input_name, dataset.output_name)
 
 
+@unconstrained("its checks relate its fields (demos against the pool size, one query per "
+               "prompt, one label per pool text) and stay in __post_init__")
 @dataclass(frozen=True)
 class PromptBatch:
     """B prompts over one exemplar pool.
@@ -109,6 +120,7 @@ class PromptBatch:
     def __len__(self) -> int:
         return self.demos.shape[0]
 
+    @unconstrained("called by the models for b in range(len(batch))")
     def render(self, b: int) -> str:
         """Prompt ``b`` as plain text (what a language model reads)."""
         idx = self.demos[b][self.demos[b] >= 0]

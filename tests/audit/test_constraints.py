@@ -29,7 +29,6 @@ NOT_MIGRATED = (
     "dplib.deployments",
     "dplib.experiments",
     "dplib.features",
-    "dplib.icl",
     "dplib.langevin",
     "dplib.mechanisms",
     "dplib.reporting",
