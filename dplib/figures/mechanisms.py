@@ -61,7 +61,7 @@ _KEYS = ("n", "local_std", "central_std", "local_simulated", "central_simulated"
 def _errors(name: str, value: object) -> object:
     if not isinstance(value, Mapping) or any(k not in value for k in _KEYS):
         raise ValueError(f"{name} must be the dict returned by local_vs_central_errors, with "
-                         f"keys {list(_KEYS)}, got {value!r:.80}")
+                         f"keys {list(_KEYS)}, got {shown(value)[:80]}")
     arrays = {k: np.asarray(value[k], dtype=float) for k in _KEYS}
     size = arrays["n"].shape
     if len(size) != 1 or size[0] == 0 or any(a.shape != size for a in arrays.values()):
