@@ -24,7 +24,8 @@ from .._validate import check_real, shown
 from ._base import Accountant
 from ._params import COUNT, DELTA, NEIGHBORING, POSITIVE, RTOL, SAMPLE_RATE, SAMPLING
 from .events import DpEvent, dpsgd_event
-from .pld import PLDAccountant
+# Accountants by name only (the PLD one included): PLDAccountant's calibration starts from
+# pld_warm_start below, so importing pld here would make the two modules a cycle.
 from .registry import accountant_class
 
 __all__ = ["calibrate", "calibrate_noise", "safe_log_root", "pld_warm_start"]
@@ -139,7 +140,7 @@ def _pld_sigma(eps_t: float, d: float, event_of: Callable[[float], DpEvent],
 
     def y(u: float, kind: str = "pld") -> float:
         if u not in memo[kind]:
-            acc = PLDAccountant(**{**options, "rdp_fallback": kind == "pld"})
+            acc = accountant_class("pld")(**{**options, "rdp_fallback": kind == "pld"})
             if kind == "proxy":
                 acc._max_grid, acc._max_step = _PROXY_BUDGETS
             acc.compose(event_of(math.exp(u)))
@@ -265,7 +266,7 @@ def pld_warm_start(event_of: Callable[[float], DpEvent], eps_t: float, d: float,
                                  **rdp_options))
     except ValueError:              # RDP needs σ > σ_max; the tighter PLD bound may not
         u_r = math.log(_SIGMA_MAX)
-        acc = PLDAccountant(**options).compose(event_of(_SIGMA_MAX))
+        acc = accountant_class("pld")(**options).compose(event_of(_SIGMA_MAX))
         if acc.get_epsilon(d) > eps_t:
             raise ValueError(_too_large(eps_t, d, _SIGMA_MAX, name)) from None
     return _pld_sigma(eps_t, d, event_of, options, u_r, rtol)

@@ -46,7 +46,10 @@ import numpy as np
 from .._constraints import Interval, RealArray, constrained
 from ._params import COUNT, POSITIVE, SAMPLE_RATE
 from .events import GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent
-from .pld import DiscretePLD, PLDAccountant, subsampled_gaussian_pld
+from .pld_grid import DiscretePLD, subsampled_gaussian_pld
+# The PLD accountant is looked up by name: pld.py builds its fixed-size-batch steps from this
+# module, so importing pld here would make the two modules a cycle.
+from .registry import accountant_class
 
 __all__ = ["wor_gaussian_pld", "wor_gaussian_epsilon"]
 
@@ -102,7 +105,7 @@ def wor_gaussian_epsilon(noise_multiplier: float, sample_rate: float, num_steps:
     """
     sigma, gamma, steps, h, d = (noise_multiplier, sample_rate, num_steps,
                                  value_discretization_interval, delta)      # declared
-    acc = PLDAccountant(h, neighboring="replace_one").compose(
+    acc = accountant_class("pld")(h, neighboring="replace_one").compose(
         SelfComposedEvent(SampledWithoutReplacementEvent(gamma, GaussianEvent(sigma)), steps))
     eps = np.array([acc.get_epsilon(float(x)) for x in d.ravel()]).reshape(d.shape)
     return float(eps) if eps.ndim == 0 else eps
