@@ -55,12 +55,9 @@ _BASE_EXCLUDED: dict[str, str] = {
     "dplib.accounting.events.RDPCurveEvent": "abstract base: subclasses state their own curve",
     "dplib.accounting.events.Step": "record built by flatten (swept) from validated events",
     "dplib.accounting.registry.accountant_names": "no parameters",
-    "dplib.encoding.accounting.EncodedStepEvent": "validates through check_noise, "
-                                                  "check_probability and check_choice (swept "
-                                                  "via EncodingAccountant.step)",
-    "dplib.encoding.train.EncodingPrivatizer": "record of validated parts, built by "
-                                               "train_encoded (swept)",
-    "dplib.encoding.train.encoded_sum": "the private-sum part of encoded_noisy_gradient (swept)",
+    "dplib.encoding.train.encoded_sum": "the private-sum part of encoded_noisy_gradient and "
+                                        "train_encoded: needs a model and data (its code book, "
+                                        "loss and chunk size are declared)",
     "dplib.training.engine.Privatizer": "a typing.Protocol, no code",
     "dplib.training.engine.EpsilonTracker": "built by train/train_encoded from validated "
                                             "settings (swept)",
@@ -181,8 +178,6 @@ _BASE_EXCLUDED: dict[str, str] = {
     "dplib.encoding.noise.ScipyNoise": "wraps a scipy distribution object (refuses skewed ones;"
                                        " tested in tests/unit/test_encoding.py)",
     "dplib.encoding.moments.MomentTable": "data container built by moment_table",
-    "dplib.encoding.accounting.EncodingAccountant": "its inputs go through codebook_rdp and "
-                                                    "dplib.accounting's conversion (swept)",
     **{f"dplib.{name}": "training loop or experiment driver of chapter 8; its inputs "
                         "go through the swept functions and dplib.training"
        for name in (

@@ -15,7 +15,9 @@ def encoding_specs() -> list[Spec]:
     import torch
 
     from dplib import encoding as E
+    from dplib.encoding import accounting as EA
     from dplib.encoding import moments as EM
+    from dplib.encoding import train as ET
     g = E.GaussianNoise(1.0)
     vectors = np.array([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.6, 0.8], [0.5, 0.5, 0.5, 0.5]])
     book = E.Codebook(vectors)        # sorted ascending, norm 1, as Algorithm 2 needs
@@ -46,6 +48,12 @@ def encoding_specs() -> list[Spec]:
              args=(book, g, 0.1, 10, 1e-5)),
         Spec("dplib.encoding.accounting.calibrate_noise_scale",
              lambda: E.calibrate_noise_scale, args=(g, 1.0, 1e-5, 0.1, 10, book)),
+        Spec("dplib.encoding.accounting.EncodedStepEvent", lambda: EA.EncodedStepEvent,
+             args=(book, g, 0.1)),
+        Spec("dplib.encoding.accounting.EncodingAccountant", lambda: E.EncodingAccountant,
+             args=(book,)),
+        Spec("dplib.encoding.train.EncodingPrivatizer", lambda: ET.EncodingPrivatizer,
+             args=(book, g)),
         Spec("dplib.encoding.codebook.Codebook", lambda: E.Codebook, args=(vectors,)),
         Spec("dplib.encoding.codebook.build_codebook", lambda: E.build_codebook,
              args=(5, 4), kwargs=dict(rng=0), params=dict(rng="rng")),
