@@ -23,11 +23,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import check_int, check_real, shown
+from ._common_params import POSITIVE, SEED
+from ._constraints import Integer, Interval, constrained, unconstrained
+from ._validate import shown
+from .accounting._params import COUNT
+
+#: The constant last coordinate of the features, in [0, 1).
+_BIAS = Interval(0.0, 1.0, closed="left")
 
 __all__ = ["PublicFeatureMap", "fit_public_feature_map", "digits_features", "synthetic_features"]
 
 
+@unconstrained("result record returned by fit_public_feature_map (its call checks X)")
 @dataclass(frozen=True)
 class PublicFeatureMap:
     """A fitted, frozen feature map φ (see the module docstring). Call it on raw inputs."""
@@ -66,6 +73,7 @@ def _as_array(X: object, name: str) -> np.ndarray:
     return x.astype(np.float64)
 
 
+@constrained(dim=COUNT, bias=_BIAS)
 def fit_public_feature_map(X_public: object, *, dim: int = 16,
                            bias: float = 0.5) -> PublicFeatureMap:
     """Fit φ on public data only: mean and top-``dim`` principal directions (SVD), then freeze.
@@ -74,10 +82,10 @@ def fit_public_feature_map(X_public: object, *, dim: int = 16,
     ``bias`` ∈ [0, 1) is the constant last coordinate (it lets a linear model learn offsets).
     """
     x = _as_array(X_public, "X_public")
-    k = check_int("dim", dim, low=1)
+    k = dim
     if k > min(x.shape):
         raise ValueError(f"dim must be in [1, min(n, p)] = [1, {min(x.shape)}], got {shown(dim)}")
-    b = check_real("bias", bias, low=0.0, high=1.0, low_open=False)
+    b = bias
     mean = x.mean(axis=0)
     _, _, vt = np.linalg.svd(x - mean, full_matrices=False)
     comps = vt[:k].T
@@ -85,6 +93,7 @@ def fit_public_feature_map(X_public: object, *, dim: int = 16,
     return PublicFeatureMap(mean, comps * signs, b)
 
 
+@constrained(seed=SEED, dim=COUNT, bias=_BIAS)
 def digits_features(*, seed: int = 0, dim: int = 16, bias: float = 0.5,
                     public_fraction: float = 0.2, test_fraction: float = 0.2) -> dict:
     """The book's private-linear-model task: digits, features from a disjoint public split.
@@ -108,6 +117,8 @@ def digits_features(*, seed: int = 0, dim: int = 16, bias: float = 0.5,
     return out
 
 
+@constrained(n=COUNT, n_test=COUNT, dim=COUNT, num_classes=Integer(min=2), spread=POSITIVE,
+             bias=_BIAS, seed=SEED, task_seed=SEED)
 def synthetic_features(n: int, *, n_test: int = 2000, dim: int = 16, num_classes: int = 10,
                        spread: float = 0.35, bias: float = 0.5, seed: int = 0,
                        task_seed: int = 1234) -> dict:
@@ -119,15 +130,10 @@ def synthetic_features(n: int, *, n_test: int = 2000, dim: int = 16, num_classes
     Returns {"train": (F, y), "test": (F, y), "num_classes": C} with n and ``n_test`` records
     drawn from ``seed``.
     """
-    nn = check_int("n", n, low=1)
-    nt = check_int("n_test", n_test, low=1)
-    k = check_int("dim", dim, low=1)
-    c = check_int("num_classes", num_classes, low=2)
-    sp = check_real("spread", spread, low=0.0)
-    b = check_real("bias", bias, low=0.0, high=1.0, low_open=False)
-    mu = np.random.default_rng(check_int("task_seed", task_seed, low=0)).normal(size=(c, k))
+    nn, nt, k, c, sp, b = n, n_test, dim, num_classes, spread, bias
+    mu = np.random.default_rng(task_seed).normal(size=(c, k))
     mu /= np.linalg.norm(mu, axis=1, keepdims=True)
-    rng = np.random.default_rng(check_int("seed", seed, low=0))
+    rng = np.random.default_rng(seed)
 
     def draw(m):
         y = rng.integers(0, c, m)

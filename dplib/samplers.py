@@ -32,20 +32,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_generator, check_int, check_probability, shown
+from ._common_params import FLAG, RNG
+from ._constraints import constrained
+from ._validate import shown
+from .accounting._params import COUNT, SAMPLE_RATE
 
 __all__ = ["poisson_batches", "fixed_size_batches", "shuffled_epochs"]
 
 _MAX_DECISIONS = 2 ** 62
 
 
-def _check_batch_size(batch_size: object, n: int) -> int:
-    m = check_int("batch_size", batch_size, low=1)
+def _check_batch_size(batch_size: int, n: int) -> int:
+    """The relation m <= n (each declared on its own)."""
+    m = batch_size
     if m > n:
         raise ValueError(f"batch_size must be in [1, n={n}], got {shown(batch_size)}")
     return m
 
 
+@constrained(n=COUNT, sample_rate=SAMPLE_RATE, num_steps=COUNT, rng=RNG)
 def poisson_batches(n: int, sample_rate: float, num_steps: int,
                     rng: object) -> list[np.ndarray]:
     """``num_steps`` Poisson-subsampled batches: each of the n records is in each batch
@@ -60,14 +65,12 @@ def poisson_batches(n: int, sample_rate: float, num_steps: int,
     sequence, so the law is unchanged): for a tiny q numpy's geometric draws reach 2⁶³ − 1 and
     their int64 sum would wrap around into negative "record indices". n·T must stay below 2⁶².
     """
-    n = check_int("n", n, low=1)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    steps = check_int("num_steps", num_steps, low=1)
+    q, steps = sample_rate, num_steps
     total = n * steps
     if total >= _MAX_DECISIONS:
         raise ValueError(f"num_steps must keep n * num_steps < 2**62 (int64 positions), got "
                          f"n = {n} and num_steps = {steps}")
-    gen = as_generator(rng)
+    gen = rng
     if q == 1.0:
         return [np.arange(n, dtype=np.int64) for _ in range(steps)]
     chunks, last = [], -1
@@ -89,6 +92,7 @@ def poisson_batches(n: int, sample_rate: float, num_steps: int,
     return [b - k * n for k, b in enumerate(np.split(pos, bounds))]
 
 
+@constrained(n=COUNT, batch_size=COUNT, num_steps=COUNT, rng=RNG)
 def fixed_size_batches(n: int, batch_size: int, num_steps: int, rng: object) -> np.ndarray:
     """``num_steps`` batches of exactly m = ``batch_size`` distinct records, each a uniformly
     random m-subset of range(n), independent across steps (sampling without replacement within a
@@ -97,10 +101,9 @@ def fixed_size_batches(n: int, batch_size: int, num_steps: int, rng: object) -> 
     Vectorised per step: the m smallest of n uniform keys are a uniform m-subset
     (``argpartition``), done for a block of steps at once.
     """
-    n = check_int("n", n, low=1)
     m = _check_batch_size(batch_size, n)
-    steps = check_int("num_steps", num_steps, low=1)
-    gen = as_generator(rng)
+    steps = num_steps
+    gen = rng
     block = max(1, min(steps, 2_000_000 // n))
     out = np.empty((steps, m), dtype=np.int64)
     for start in range(0, steps, block):
@@ -111,6 +114,7 @@ def fixed_size_batches(n: int, batch_size: int, num_steps: int, rng: object) -> 
     return out
 
 
+@constrained(n=COUNT, batch_size=COUNT, epochs=COUNT, rng=RNG, drop_last=FLAG)
 def shuffled_epochs(n: int, batch_size: int, epochs: int, rng: object, *,
                     drop_last: bool = False) -> list[np.ndarray]:
     """Shuffle-and-partition: each epoch is a fresh random permutation of range(n) cut into
@@ -118,12 +122,9 @@ def shuffled_epochs(n: int, batch_size: int, epochs: int, rng: object, *,
     is used exactly once per epoch — which is why neither Poisson nor without-replacement
     accounting applies to it as such.
     """
-    n = check_int("n", n, low=1)
     m = _check_batch_size(batch_size, n)
-    ep = check_int("epochs", epochs, low=1)
-    if not isinstance(drop_last, bool):
-        raise ValueError(f"drop_last must be True or False, got {shown(drop_last)}")
-    gen = as_generator(rng)
+    ep = epochs
+    gen = rng
     perms = gen.permuted(np.tile(np.arange(n, dtype=np.int64), (ep, 1)), axis=1)
     cuts = np.arange(m, n, m)
     batches = []

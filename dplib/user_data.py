@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_generator, check_int, check_real
+from ._common_params import NONNEGATIVE, RNG, optional
+from ._constraints import constrained
+from .accounting._params import COUNT
 
 __all__ = ["make_user_digits", "digit_images"]
 
@@ -25,6 +27,8 @@ def digit_images() -> tuple[np.ndarray, np.ndarray]:
     return (d.images / 16.0).astype(np.float64), d.target.astype(np.int64)
 
 
+@constrained(n_users=COUNT, records_per_user=COUNT, rng=RNG,
+             max_records=optional(COUNT), style=NONNEGATIVE, noise=NONNEGATIVE)
 def make_user_digits(n_users: int, records_per_user: int, *, rng, max_records: int | None = None,
                      style: float = 0.5, noise: float = 0.05
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -40,15 +44,11 @@ def make_user_digits(n_users: int, records_per_user: int, *, rng, max_records: i
     int64 in [0, n_users)), records grouped by writer. ``rng``: a numpy Generator or a seed
     (required: the data set is a function of it). Its floating-point Gaussian draws make data,
     not privacy noise, so the floating-point attack of Mironov 2012 does not concern them."""
-    m = check_int("n_users", n_users)
-    k = check_int("records_per_user", records_per_user)
+    m, k, s, nz, gen = n_users, records_per_user, style, noise, rng
     if max_records is not None:
-        hi = check_int("max_records", max_records)
+        hi = max_records
         if hi < k:
             raise ValueError(f"max_records must be >= records_per_user={k}, got {hi}")
-    s = check_real("style", style, low=0.0, low_open=False)
-    nz = check_real("noise", noise, low=0.0, low_open=False)
-    gen = as_generator(rng)
     counts = np.full(m, k) if max_records is None else gen.integers(k, max_records + 1, m)
     user_ids = np.repeat(np.arange(m), counts)
     total = int(counts.sum())

@@ -22,11 +22,16 @@ import math
 
 import numpy as np
 
-from .._validate import check_bool, check_int, check_positive, check_real, check_real_array, shown
+from .._constraints import Flag, Integer, constrained, same_as
+from .._validate import check_real_array, shown
+from ..accounting._params import COUNT, EPSILON, POSITIVE
 
 __all__ = ["one_step_delta_lower_bound", "theorem_3_1_refutation"]
 
 
+@constrained(epsilon=EPSILON, lipschitz=POSITIVE, sigma=POSITIVE, lam=POSITIVE, eta=POSITIVE,
+             n=COUNT, batch_size=COUNT, radius=POSITIVE, num_thresholds=Integer(min=3),
+             return_threshold=Flag())
 def one_step_delta_lower_bound(epsilon: float, *, lipschitz: float, sigma: float, lam: float,
                                eta: float, n: int, batch_size: int, radius: float,
                                num_thresholds: int = 801,
@@ -49,16 +54,8 @@ def one_step_delta_lower_bound(epsilon: float, *, lipschitz: float, sigma: float
     """
     from scipy.special import ndtr
 
-    eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
-    lip = check_positive("lipschitz", lipschitz)
-    sg = check_positive("sigma", sigma)
-    lm = check_positive("lam", lam)
-    e = check_positive("eta", eta)
-    nn = check_int("n", n, low=1)
-    m = check_int("batch_size", batch_size, low=1)
-    r = check_positive("radius", radius)
-    nt = check_int("num_thresholds", num_thresholds, low=3)
-    ret = check_bool("return_threshold", return_threshold)
+    eps, lip, sg, lm, e, nn, m, r = epsilon, lipschitz, sigma, lam, eta, n, batch_size, radius
+    nt, ret = num_thresholds, return_threshold
     if m > nn:
         raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {shown(batch_size)}")
     if e * lm >= 1.0:
@@ -104,6 +101,8 @@ def one_step_delta_lower_bound(epsilon: float, *, lipschitz: float, sigma: float
 
 
 
+@constrained(**same_as(one_step_delta_lower_bound, "epsilon", "lipschitz", "sigma", "lam", "n",
+                       "batch_size", "radius"))
 def theorem_3_1_refutation(epsilon: float, *, lipschitz: float, sigma: float, lam: float,
                            n: int, batch_size: int, step_sizes: float | np.ndarray,
                            radius: float) -> float:

@@ -38,34 +38,29 @@ import math
 
 import numpy as np
 
-from .._validate import (check_choice, check_int, check_positive, check_probability, check_real,
-                         check_real_array, check_step_counts)
+from .._constraints import constrained, same_as
+from ..accounting._params import CONVERSION, COUNT, DELTA, POSITIVE
 from ._checks import as_output, zcdp_sigma_guess
+from ._params import (ANALYSIS, BETA_OR_NONE, ORDER, ORDER_ARRAY, ORDERS_OR_NONE, REAL_ARRAY,
+                      STEP_COUNTS, STEPS)
 from .._validate import shown
 
 __all__ = ["privacy_dynamics_rdp", "composition_rdp", "squared_loss_lower_bound",
            "exact_gaussian_renyi", "squared_loss_moments", "langevin_epsilon",
            "calibrate_sigma", "excess_risk_bound"]
 
-_ANALYSES = ("dynamics", "composition")
-
-
 # --- input checks --------------------------------------------------------------------------------
 
-def _check_common(alpha, sensitivity, sigma, eta, n, K):
-    a = check_real_array("alpha", alpha, low=1.0)
-    s = check_positive("sensitivity", sensitivity)
-    sg = check_positive("sigma", sigma)
-    e = check_positive("eta", eta)
-    nn = check_int("n", n, low=1)
-    k = check_step_counts("K", K)
-    return a, s, sg, e, nn, k
+#: The parameters of every RDP formula of noisy GD (each one alone; the step-size relations are
+#: checked by :func:`_check_step_size`).
+_COMMON = dict(alpha=ORDER_ARRAY, sensitivity=POSITIVE, sigma=POSITIVE, eta=POSITIVE, n=COUNT,
+               K=STEP_COUNTS, lam=POSITIVE, beta=BETA_OR_NONE)
 
 
 def _check_step_size(eta: float, lam: float, beta: float | None) -> None:
     """The theorem's precondition η ≤ 1/β; since β ≥ λ it implies η ≤ 1/λ, checked always."""
     if beta is not None:
-        b = check_positive("beta", beta)
+        b = beta
         if b < lam:
             raise ValueError(f"beta must be >= lam (a λ-strongly convex, β-smooth loss has "
                              f"β >= λ), got beta={shown(beta)} < lam={shown(lam)}")
@@ -79,6 +74,7 @@ def _check_step_size(eta: float, lam: float, beta: float | None) -> None:
 
 # --- the three formulas and the exact value ------------------------------------------------------
 
+@constrained(**_COMMON)
 def privacy_dynamics_rdp(alpha: float | np.ndarray, sensitivity: float, sigma: float,
                          eta: float, lam: float, n: int, K: int | np.ndarray, *,
                          beta: float | None = None) -> np.ndarray | float:
@@ -92,12 +88,13 @@ def privacy_dynamics_rdp(alpha: float | np.ndarray, sensitivity: float, sigma: f
     adjacency; ``sensitivity`` is S_g of the summed gradient. ``beta`` (optional) is checked
     against η ≤ 1/β; η ≤ 1/λ is always required. Broadcasts over ``alpha`` and ``K``.
     """
-    a, s, sg, e, nn, k = _check_common(alpha, sensitivity, sigma, eta, n, K)
-    lm = check_positive("lam", lam)
-    _check_step_size(e, lm, beta)
-    return as_output(a * s**2 / (lm * sg**2 * nn**2) * -np.expm1(-lm * e * k / 2.0))
+    a, k = np.asarray(alpha, dtype=float), np.asarray(K)
+    _check_step_size(eta, lam, beta)
+    return as_output(a * sensitivity**2 / (lam * sigma**2 * n**2)
+                     * -np.expm1(-lam * eta * k / 2.0))
 
 
+@constrained(**_COMMON)
 def composition_rdp(alpha: float | np.ndarray, sensitivity: float, sigma: float, eta: float,
                     lam: float, n: int, K: int | np.ndarray, *,
                     beta: float | None = None) -> np.ndarray | float:
@@ -109,13 +106,13 @@ def composition_rdp(alpha: float | np.ndarray, sensitivity: float, sigma: float,
     ε(α, K) = K α η S_g² / (4 σ² n²). ``lam`` and ``beta`` are accepted for a signature equal to
     :func:`privacy_dynamics_rdp` and validated, but the bound needs no convexity.
     """
-    a, s, sg, e, nn, k = _check_common(alpha, sensitivity, sigma, eta, n, K)
-    lm = check_positive("lam", lam)
+    a, k = np.asarray(alpha, dtype=float), np.asarray(K)
     if beta is not None:
-        _check_step_size(e, lm, beta)
-    return as_output(k * a * e * s**2 / (4.0 * sg**2 * nn**2))
+        _check_step_size(eta, lam, beta)
+    return as_output(k * a * eta * sensitivity**2 / (4.0 * sigma**2 * n**2))
 
 
+@constrained(**{k: v for k, v in _COMMON.items() if k != "beta"})
 def squared_loss_lower_bound(alpha: float | np.ndarray, sensitivity: float, sigma: float,
                              eta: float, n: int, K: int | np.ndarray, *,
                              lam: float = 1.0) -> np.ndarray | float:
@@ -128,10 +125,10 @@ def squared_loss_lower_bound(alpha: float | np.ndarray, sensitivity: float, sigm
     bound is tight for small K and a factor ≈ 2 below the exact value as K → ∞. The λ ≠ 1 case
     follows by the same computation (derived here). Requires λη ≤ 1 (η ≤ 1/β with β = λ).
     """
-    a, s, sg, e, nn, k = _check_common(alpha, sensitivity, sigma, eta, n, K)
-    lm = check_positive("lam", lam)
-    _check_step_size(e, lm, None)
-    return as_output(a * s**2 / (4.0 * lm * sg**2 * nn**2) * -np.expm1(-lm * e * k))
+    a, k = np.asarray(alpha, dtype=float), np.asarray(K)
+    _check_step_size(eta, lam, None)
+    return as_output(a * sensitivity**2 / (4.0 * lam * sigma**2 * n**2)
+                     * -np.expm1(-lam * eta * k))
 
 
 def _one_minus_power(lam_eta: float, k: np.ndarray, power: int = 1) -> np.ndarray:
@@ -141,6 +138,7 @@ def _one_minus_power(lam_eta: float, k: np.ndarray, power: int = 1) -> np.ndarra
     return -np.expm1(power * k * math.log1p(-lam_eta))
 
 
+@constrained(**{k: v for k, v in _COMMON.items() if k != "beta"})
 def exact_gaussian_renyi(alpha: float | np.ndarray, sensitivity: float, sigma: float,
                          eta: float, n: int, K: int | np.ndarray, *,
                          lam: float = 1.0) -> np.ndarray | float:
@@ -158,14 +156,17 @@ def exact_gaussian_renyi(alpha: float | np.ndarray, sensitivity: float, sigma: f
     :func:`composition_rdp`, and it lies between :func:`squared_loss_lower_bound` and
     :func:`privacy_dynamics_rdp` (tested). Requires λη ≤ 1.
     """
-    a, s, sg, e, nn, k = _check_common(alpha, sensitivity, sigma, eta, n, K)
-    lm = check_positive("lam", lam)
+    a, s, sg, e, nn, k = (np.asarray(alpha, dtype=float), sensitivity, sigma, eta, n,
+                          np.asarray(K))
+    lm = lam
     _check_step_size(e, lm, None)
     one_minus = _one_minus_power(lm * e, k)
     ratio = one_minus / (2.0 - one_minus)          # (1 − a^K)/(1 + a^K)
     return as_output(a * s**2 * (2.0 - lm * e) / (4.0 * lm * sg**2 * nn**2) * ratio)
 
 
+@constrained(x_mean=REAL_ARRAY, theta0=REAL_ARRAY, sigma=POSITIVE, eta=POSITIVE, K=STEP_COUNTS,
+             lam=POSITIVE)
 def squared_loss_moments(x_mean: float | np.ndarray, theta0: float | np.ndarray, sigma: float,
                          eta: float, K: int | np.ndarray, *,
                          lam: float = 1.0) -> tuple[np.ndarray | float, np.ndarray | float]:
@@ -175,13 +176,10 @@ def squared_loss_moments(x_mean: float | np.ndarray, theta0: float | np.ndarray,
     (the linear recursion in :func:`exact_gaussian_renyi`). ``x_mean`` and ``theta0``
     broadcast with ``K`` (pass K[:, None] for vectors).
     """
-    xm = np.asarray(check_real_array("x_mean", x_mean))
-    t0 = np.asarray(check_real_array("theta0", theta0))
-    sg = check_positive("sigma", sigma)
-    e = check_positive("eta", eta)
-    lm = check_positive("lam", lam)
+    xm, t0 = np.asarray(x_mean, dtype=float), np.asarray(theta0, dtype=float)
+    sg, e, lm = sigma, eta, lam
     _check_step_size(e, lm, None)
-    k = check_step_counts("K", K)
+    k = np.asarray(K, dtype=np.int64)
     one_minus = _one_minus_power(lm * e, k)
     mean = (1.0 - one_minus) * t0 + one_minus * xm
     var = 2.0 * e * sg**2 * _one_minus_power(lm * e, k, 2) / (lm * e * (2.0 - lm * e))
@@ -190,6 +188,9 @@ def squared_loss_moments(x_mean: float | np.ndarray, theta0: float | np.ndarray,
 
 # --- (ε, δ), calibration and utility -------------------------------------------------------------
 
+@constrained(delta=DELTA, sensitivity=POSITIVE, sigma=POSITIVE, eta=POSITIVE, lam=POSITIVE,
+             n=COUNT, K=STEPS, analysis=ANALYSIS, orders=ORDERS_OR_NONE, beta=BETA_OR_NONE,
+             method=CONVERSION)
 def langevin_epsilon(delta: float, sensitivity: float, sigma: float, eta: float, lam: float,
                      n: int, K: int, *, analysis: str = "dynamics", orders: object = None,
                      beta: float | None = None, method: str = "improved") -> tuple[float, float]:
@@ -203,14 +204,15 @@ def langevin_epsilon(delta: float, sensitivity: float, sigma: float, eta: float,
     """
     from ..accounting import DEFAULT_ORDERS, rdp_to_epsilon
 
-    check_choice("analysis", analysis, _ANALYSES)
-    k = check_int("K", K, low=0)
     orders = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
     fn = privacy_dynamics_rdp if analysis == "dynamics" else composition_rdp
-    rdp = np.atleast_1d(fn(orders, sensitivity, sigma, eta, lam, n, k, beta=beta))
+    rdp = np.atleast_1d(fn(orders, sensitivity, sigma, eta, lam, n, K, beta=beta))
     return rdp_to_epsilon(orders, rdp, delta, method=method)
 
 
+@constrained(target_epsilon=POSITIVE, K=COUNT,
+             **same_as(langevin_epsilon, "delta", "sensitivity", "eta", "lam", "n", "analysis",
+                       "orders", "beta", "method"))
 def calibrate_sigma(target_epsilon: float, delta: float, sensitivity: float, eta: float,
                     lam: float, n: int, K: int, *, analysis: str = "dynamics",
                     orders: object = None, beta: float | None = None,
@@ -225,10 +227,7 @@ def calibrate_sigma(target_epsilon: float, delta: float, sensitivity: float, eta
     """
     from ..accounting.calibrate import safe_log_root
 
-    eps_t = check_positive("target_epsilon", target_epsilon)
-    check_probability("delta", delta, low_open=True, high_open=True)
-    check_int("K", K, low=1)
-    check_choice("analysis", analysis, _ANALYSES)
+    eps_t = target_epsilon
 
     def excess(s: float) -> float:
         return langevin_epsilon(delta, sensitivity, s, eta, lam, n, K, analysis=analysis,
@@ -242,6 +241,8 @@ def calibrate_sigma(target_epsilon: float, delta: float, sensitivity: float, eta
                                    "<= 1e12 reaches for this delta and order grid; raise it")
 
 
+@constrained(alpha=ORDER, epsilon=POSITIVE, beta=POSITIVE, d=COUNT, lipschitz=POSITIVE,
+             lam=POSITIVE, n=COUNT)
 def excess_risk_bound(alpha: float, epsilon: float, beta: float, d: int, lipschitz: float,
                       lam: float, n: int) -> float:
     """The utility bound of Chourasia et al. (2021) (their utility theorem, "Utility").
@@ -251,11 +252,4 @@ def excess_risk_bound(alpha: float, epsilon: float, beta: float, d: int, lipschi
     equals (α, ε)-RDP. An order-of-magnitude guide (constants as stated in the talk of
     Chourasia, Ye & Shokri, ``ChourasiaYeShokri2021Talk``).
     """
-    a = check_real("alpha", alpha, low=1.0)
-    e = check_positive("epsilon", epsilon)
-    b = check_positive("beta", beta)
-    dd = check_int("d", d, low=1)
-    lip = check_positive("lipschitz", lipschitz)
-    lm = check_positive("lam", lam)
-    nn = check_int("n", n, low=1)
-    return a / e * b * dd * lip**2 / (lm**2 * nn**2)
+    return alpha / epsilon * beta * d * lipschitz**2 / (lam**2 * n**2)

@@ -7,7 +7,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable
 
-from .._validate import check_int, check_positive, check_real_array, shown
+from .._constraints import Flag, IsCallable, constrained
+from .._validate import check_real_array, shown
+from ..accounting._params import COUNT, POSITIVE
+from ._params import BETA_OR_NONE, RADIUS_OR_NONE, SEED_OR_NONE, STEPS
 
 if TYPE_CHECKING:
     import torch
@@ -15,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["squared_loss_gradient", "noisy_gd"]
 
 
+@constrained(lam=POSITIVE)
 def squared_loss_gradient(data: object, lam: float = 1.0) -> Callable[[torch.Tensor], torch.Tensor]:
     """g(θ; D) = Σ_i ∇ℓ(θ; x_i) = λ(nθ − Σ_i x_i) for ℓ(θ; x) = (λ/2)‖θ − x‖²; for :func:`noisy_gd`.
 
@@ -22,7 +26,7 @@ def squared_loss_gradient(data: object, lam: float = 1.0) -> Callable[[torch.Ten
     """
     import torch
 
-    lm = check_positive("lam", lam)
+    lm = lam
     x = torch.as_tensor(check_real_array("data", data)) if not torch.is_tensor(data) else data
     if x.ndim == 1:
         x = x[:, None]
@@ -37,6 +41,9 @@ def squared_loss_gradient(data: object, lam: float = 1.0) -> Callable[[torch.Ten
     return grad
 
 
+@constrained(grad_fn=IsCallable("a callable theta -> g(theta; D)"), n=COUNT, eta=POSITIVE,
+             sigma=POSITIVE, K=STEPS, seed=SEED_OR_NONE, radius=RADIUS_OR_NONE,
+             beta=BETA_OR_NONE, trajectory=Flag())
 def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: float, K: int,
              seed: int | None = None, radius: float | None = None, beta: float | None = None,
              device: object = None, dtype: object = None,
@@ -62,16 +69,10 @@ def noisy_gd(grad_fn: Callable, theta0: object, *, n: int, eta: float, sigma: fl
 
     from ..device import as_device, release_seed
 
-    if not callable(grad_fn):
-        raise ValueError(f"grad_fn must be a callable theta -> g(theta; D), got {shown(grad_fn)}")
-    nn = check_int("n", n, low=1)
-    e = check_positive("eta", eta)
-    sg = check_positive("sigma", sigma)
-    k = check_int("K", K, low=0)
+    nn, e, sg, k, r = n, eta, sigma, K, radius
     s = release_seed(seed)
-    if beta is not None and e > 1.0 / check_positive("beta", beta):
+    if beta is not None and e > 1.0 / beta:
         raise ValueError(f"eta must be in (0, 1/beta] = (0, {1.0 / beta:g}], got {shown(eta)}")
-    r = None if radius is None else check_positive("radius", radius)
     dev = as_device(device)
     if dtype is None:
         dtype = torch.float64 if dev.type == "cpu" else torch.float32

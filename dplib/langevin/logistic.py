@@ -10,7 +10,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .._validate import check_choice, check_int, check_positive, check_real, shown
+from .._constraints import Integer, Interval, Options, constrained, unconstrained
+from .._validate import shown
+from ..accounting._params import POSITIVE
+from ._params import optional
 from ..device import as_device
 from ._checks import check_features
 
@@ -18,6 +21,13 @@ __all__ = ["LogisticConstants", "logistic_regression_constants", "logistic_regre
            "logistic_regression_loss", "logistic_regression_accuracy"]
 
 
+#: A number of classes ≥ 2.
+_CLASSES = Integer(min=2)
+#: λ ≥ 0 of the loss (0: unregularised).
+_LAM0 = Interval(0.0, math.inf, closed="left")
+
+
+@unconstrained("result record returned by logistic_regression_constants")
 class LogisticConstants(NamedTuple):
     """(β, λ, L, radius) of L2-regularised logistic regression (see
     :func:`logistic_regression_constants`)."""
@@ -27,6 +37,8 @@ class LogisticConstants(NamedTuple):
     radius: float
 
 
+@constrained(lam=POSITIVE, num_classes=_CLASSES, smoothness=Options("dataset", "example"),
+             feature_bound=optional(POSITIVE, "None or a real in (0, inf)"))
 def logistic_regression_constants(X: object, lam: float, *, num_classes: int = 2,
                                   smoothness: str = "dataset",
                                   feature_bound: float | None = None) -> LogisticConstants:
@@ -55,14 +67,12 @@ def logistic_regression_constants(X: object, lam: float, *, num_classes: int = 2
     :class:`LogisticConstants` (β, λ, L, radius).
     """
     x = check_features(X)
-    lm = check_positive("lam", lam)
-    c = check_int("num_classes", num_classes, low=2)
-    check_choice("smoothness", smoothness, ("dataset", "example"))
+    lm, c = lam, num_classes
     norms = np.linalg.norm(x, axis=1)
     if feature_bound is None:
         R = float(norms.max())
     else:
-        R = check_positive("feature_bound", feature_bound)
+        R = feature_bound
         if norms.max() > R * (1 + 1e-9):
             raise ValueError(f"feature_bound must be >= max ||x_i|| = {norms.max():g}, "
                              f"got {shown(feature_bound)}")
@@ -106,6 +116,7 @@ def _theta(theta: object, size: int):
     return torch.as_tensor(t.astype(np.float64)).reshape(-1, size)
 
 
+@constrained(lam=_LAM0, num_classes=_CLASSES)
 def logistic_regression_grad(X: object, y: object, lam: float, num_classes: int, *,
                              device: object = None, dtype: object = None) -> Callable:
     """∇L_B for :func:`dp_sgld`: ``grad(theta, idx)`` with θ of shape (chains, C·p) and ``idx``
@@ -113,8 +124,7 @@ def logistic_regression_grad(X: object, y: object, lam: float, num_classes: int,
     (1/m) Σ_{i∈B} (p_i − e_{y_i}) x_iᵀ + λW per chain, batched with einsum (no loop)."""
     import torch
 
-    lm = check_real("lam", lam, low=0.0, low_open=False)
-    c = check_int("num_classes", num_classes, low=2)
+    lm, c = lam, num_classes
     dev = as_device(device)
     dt = dtype or (torch.float64 if dev.type == "cpu" else torch.float32)
     Xt, yt = _as_tensors(X, y, dev, dt, c)
@@ -135,13 +145,13 @@ def logistic_regression_grad(X: object, y: object, lam: float, num_classes: int,
     return grad
 
 
+@constrained(lam=_LAM0, num_classes=_CLASSES)
 def logistic_regression_loss(theta: object, X: object, y: object, lam: float,
                              num_classes: int) -> np.ndarray:
     """Regularised empirical loss L_D(θ) + (λ/2)‖θ‖² per chain (θ: (chains, C·p) or (C·p,))."""
     import torch
 
-    c = check_int("num_classes", num_classes, low=2)
-    lm = check_real("lam", lam, low=0.0, low_open=False)
+    c, lm = num_classes, lam
     Xt, yt = _as_tensors(X, y, "cpu", torch.float64, c)
     t = _theta(theta, c * Xt.shape[1])
     logits = torch.einsum("np,bcp->bnc", Xt, t.reshape(t.shape[0], c, -1))
@@ -150,12 +160,13 @@ def logistic_regression_loss(theta: object, X: object, y: object, lam: float,
     return (ce + lm / 2 * (t**2).sum(1)).numpy()
 
 
+@constrained(num_classes=_CLASSES)
 def logistic_regression_accuracy(theta: object, X: object, y: object,
                                  num_classes: int) -> np.ndarray:
     """Test accuracy per chain of the linear classifier argmax_c (Wx)_c."""
     import torch
 
-    c = check_int("num_classes", num_classes, low=2)
+    c = num_classes
     Xt, yt = _as_tensors(X, y, "cpu", torch.float64, c)
     t = _theta(theta, c * Xt.shape[1])
     pred = torch.einsum("np,bcp->bnc", Xt, t.reshape(t.shape[0], c, -1)).argmax(-1)

@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .._validate import (check_bool, check_choice, check_int, check_positive, check_real,
-                         check_real_array)
+from .._constraints import Flag, Integer, Interval, IsCallable, Options, constrained, unconstrained
+from .._validate import check_positive, check_real_array
+from ..accounting._params import COUNT, DELTA, POSITIVE
 from ..device import as_device, release_seed
+from ._params import BETA_OR_NONE, RADIUS_OR_NONE, SEED_OR_NONE, optional
 from ._checks import check_features
 from .counterexample import theorem_3_1_refutation
 from .logistic import (LogisticConstants, logistic_regression_accuracy,
@@ -48,6 +50,11 @@ if TYPE_CHECKING:
 __all__ = ["dp_sgld", "SGLDResult", "ACCOUNTANTS", "train_dp_sgld_logistic"]
 
 
+@constrained(grad_fn=IsCallable("callable, grad_fn(theta, idx) -> gradient"), n=COUNT,
+             batch_size=COUNT, sigma=Interval(0.0, math.inf, closed="left"),
+             K=optional(Integer(min=0), "None or an integer >= 0"), seed=SEED_OR_NONE,
+             radius=RADIUS_OR_NONE, lam=optional(POSITIVE, "None or a real in (0, inf)"),
+             beta=BETA_OR_NONE, trajectory=Flag())
 def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int,
             step_sizes: float | np.ndarray, sigma: float, K: int | None = None,
             seed: int | None = None,
@@ -85,16 +92,10 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
     """
     import torch
 
-    if not callable(grad_fn):
-        raise ValueError(f"grad_fn must be callable, grad_fn(theta, idx) -> gradient, "
-                         f"got {shown(grad_fn)}")
-    nn = check_int("n", n, low=1)
-    m = check_int("batch_size", batch_size, low=1)
+    nn, m, sg, traj = n, batch_size, sigma, trajectory
     if m > nn:
         raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {shown(batch_size)}")
-    sg = check_real("sigma", sigma, low=0.0, low_open=False)
     s = release_seed(seed)
-    traj = check_bool("trajectory", trajectory)
     eta = np.asarray(step_sizes)
     if eta.dtype == bool or not np.issubdtype(eta.dtype, np.number):
         raise ValueError(f"step_sizes must be a positive number or a sequence of positive "
@@ -103,20 +104,20 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
     if eta.ndim == 0:
         if K is None:
             raise ValueError("K must be given (an integer >= 0) when step_sizes is a constant")
-        etas = np.full(check_int("K", K, low=0), check_positive("step_sizes", float(eta)))
+        etas = np.full(K, check_positive("step_sizes", float(eta)))
     else:
         etas = check_real_array("step_sizes", eta, low=0.0)
         if etas.ndim != 1:
             raise ValueError(f"step_sizes must be 1-d, got shape {etas.shape}")
         if K is not None:
-            k = check_int("K", K, low=0)
+            k = K
             if k > etas.size:
                 raise ValueError(f"K must be in [0, len(step_sizes)] = [0, {etas.size}], got {K}")
             etas = etas[:k]
-    if beta is not None and etas.size and etas.max() >= 1.0 / check_positive("beta", beta):
+    if beta is not None and etas.size and etas.max() >= 1.0 / beta:
         raise ValueError(f"step_sizes must be in (0, 1/beta) = (0, {1.0 / beta:g}), "
                          f"got {shown(etas.max())}")
-    r = None if radius is None else check_positive("radius", radius)
+    r = radius
     dev = as_device(device)
     if dtype is None:
         dtype = torch.float64 if dev.type == "cpu" else torch.float32
@@ -132,7 +133,7 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
         if lam is None or shape is None:
             raise ValueError("theta0=None samples θ_0 ∼ Π_C(N(0, 2σ²/λ I)): give lam and shape "
                              "(chains, d)")
-        lm = check_positive("lam", lam)
+        lm = lam
         if len(shape) != 2 or not all(isinstance(v, int) and v >= 1 for v in shape):
             raise ValueError(f"shape must be (chains, d) with positive integers, got "
                              f"{shown(shape)}")
@@ -174,6 +175,7 @@ def dp_sgld(grad_fn: Callable, theta0: object = None, *, n: int, batch_size: int
 
 
 
+@unconstrained("result record returned by train_dp_sgld_logistic")
 @dataclass
 class SGLDResult:
     """One DP-SGLD training run (several chains = independent runs of the same configuration).
@@ -201,6 +203,7 @@ class SGLDResult:
     proved: bool = True
     seed: int | None = None
 
+    @unconstrained("reads the run; its public facts go through dplib.reporting.privacy_report")
     def privacy_report(self, **public_facts: object) -> "PrivacyReport":
         """This run's complete privacy statement, read from the run:
         :func:`dplib.reporting.privacy_report` (``public_facts``: only what the run cannot know)."""
@@ -242,6 +245,12 @@ def _account(accountant: str, target_epsilon: float | None, delta: float,
     return sigma, eps, "theorem_3_1", m == n
 
 
+@constrained(num_classes=Integer(min=2), lam=POSITIVE, epochs=POSITIVE, batch_size=COUNT,
+             target_epsilon=optional(POSITIVE, "None (no DP) or a real in (0, inf)"),
+             delta=DELTA, schedule=Options("constant", "decreasing"),
+             smoothness=Options("dataset", "example"),
+             feature_bound=optional(POSITIVE, "None or a real in (0, inf)"), chains=COUNT,
+             accountant=Options(*ACCOUNTANTS), seed=SEED_OR_NONE)
 def train_dp_sgld_logistic(X: object, y: object, *, num_classes: int, lam: float,
                            epochs: float, batch_size: int, target_epsilon: float | None = 1.0,
                            delta: float = 1e-5, schedule: str = "constant",
@@ -273,16 +282,11 @@ def train_dp_sgld_logistic(X: object, y: object, *, num_classes: int, lam: float
     release must; its value is recorded in :attr:`SGLDResult.seed`. A fixed seed is for
     reproducible experiments, never for a release (see :func:`dp_sgld`).
     """
-    check_choice("schedule", schedule, ("constant", "decreasing"))
-    check_choice("accountant", accountant, ACCOUNTANTS)
-    c = check_int("num_classes", num_classes, low=2)
+    c, m, ep, ch = num_classes, batch_size, epochs, chains
     x = check_features(X)
     n = x.shape[0]
-    m = check_int("batch_size", batch_size, low=1)
     if m > n:
         raise ValueError(f"batch_size must be in [1, n] = [1, {n}], got {shown(batch_size)}")
-    ep = check_positive("epochs", epochs)
-    ch = check_int("chains", chains, low=1)
     s = release_seed(seed)
     device = as_device(device)
     if eval_data is not None and (not isinstance(eval_data, (tuple, list))

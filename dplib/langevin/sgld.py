@@ -42,9 +42,12 @@ import math
 
 import numpy as np
 
-from .._validate import (check_int, check_positive, check_probability, check_real,
-                         check_real_array, check_step_counts)
+from .._constraints import Interval, Options, constrained, same_as
+from .._validate import check_int, check_positive, check_real_array, check_step_counts
 from ..accounting import DEFAULT_ORDERS
+from ..accounting._params import CONVERSION, COUNT, DELTA, POSITIVE
+from ._params import (BETA_OR_NONE, ORDER, ORDER_ARRAY, ORDERS_OR_NONE, STEP_COUNTS, STEPS,
+                      optional)
 from ._checks import as_output, zcdp_sigma_guess
 from .._validate import shown
 
@@ -94,7 +97,7 @@ def _check_beta(beta: float | None, lam: float, step_sizes: object) -> None:
     β-smooth loss."""
     if beta is None:
         return
-    b = check_positive("beta", beta)
+    b = beta
     if b < lam:
         raise ValueError(f"beta must be >= lam (a λ-strongly convex, β-smooth loss has β >= λ), "
                          f"got beta={shown(beta)} < lam={shown(lam)}")
@@ -104,31 +107,35 @@ def _check_beta(beta: float | None, lam: float, step_sizes: object) -> None:
                          f"needs η_k < 1/β), got {shown(eta_max)}")
 
 
+#: The parameters of Theorem 3.1's curve (each one alone; β ≥ λ and η_k < 1/β are relations).
+_THM = dict(alpha=ORDER_ARRAY, lipschitz=POSITIVE, sigma=POSITIVE, lam=POSITIVE, n=COUNT)
+#: K as a step count (or counts) ≥ 0, or None (every step size given).
+_K_OR_NONE = optional(STEP_COUNTS, "None or an integer (or integer array) >= 0")
+#: K of the (ε, δ) functions: None or a number of steps ≥ 0.
+_K_SCALAR = optional(STEPS, "None or an integer >= 0")
+
+
+@constrained(beta=POSITIVE, lam=POSITIVE, K=COUNT)
 def decreasing_step_sizes(beta: float, lam: float, K: int) -> np.ndarray:
     """η_k = 1/(2β + λk/2) for k = 0, …, K − 1 (Ryffel et al. 2022, Corollary 3.3 and Section 4.2).
 
     η_0 = 1/(2β) < 1/β, so the schedule meets Theorem 3.1's condition. The paper indexes the
     schedule from k = 0 (Section 4.2, "k ≥ 0"); the array holds the K step sizes actually used.
     """
-    b = check_positive("beta", beta)
-    lm = check_positive("lam", lam)
+    b, lm, k = beta, lam, K
     if b < lm:
         raise ValueError(f"beta must be >= lam, got beta={shown(beta)} < lam={shown(lam)}")
-    k = check_int("K", K, low=1)
     return 1.0 / (2.0 * b + lm * np.arange(k) / 2.0)
 
 
 # --- Theorem 3.1 and its corollaries -------------------------------------------------------------
 
 def _prefactor(alpha, lipschitz, sigma, lam, n):
-    a = check_real_array("alpha", alpha, low=1.0)
-    lip = check_positive("lipschitz", lipschitz)
-    sg = check_positive("sigma", sigma)
-    lm = check_positive("lam", lam)
-    nn = check_int("n", n, low=1)
-    return a * 4.0 * lip**2 / (lm * nn**2 * sg**2), lm
+    """4αL²/(λn²σ²) of Theorem 3.1, from checked (declared) values, and λ."""
+    return np.asarray(alpha, dtype=float) * 4.0 * lipschitz**2 / (lam * n**2 * sigma**2), lam
 
 
+@constrained(**_THM, K=_K_OR_NONE, beta=BETA_OR_NONE)
 def sgld_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: float, n: int,
              step_sizes: float | np.ndarray, *, K: int | np.ndarray | None = None,
              beta: float | None = None) -> np.ndarray | float:
@@ -164,18 +171,19 @@ def sgld_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: flo
     return as_output(pre * -np.expm1(-lm * total / 2.0))
 
 
+@constrained(**_THM, eta=POSITIVE, K=STEP_COUNTS, beta=BETA_OR_NONE)
 def constant_step_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: float,
                       n: int, eta: float, K: int | np.ndarray, *,
                       beta: float | None = None) -> np.ndarray | float:
     """Corollary 3.2 of Ryffel et al. (2022): constant η < 1/β,
     ε(α) = 4αL²/(λn²σ²) · (1 − e^{−ληK/2}) (a guarantee for m = n only, see :func:`sgld_rdp`)."""
     pre, lm = _prefactor(alpha, lipschitz, sigma, lam, n)
-    e = check_positive("eta", eta)
+    e, k = eta, K
     _check_beta(beta, lm, e)
-    k = check_step_counts("K", K)
     return as_output(pre * -np.expm1(-lm * e * k / 2.0))
 
 
+@constrained(**_THM, beta=POSITIVE, K=STEP_COUNTS)
 def decreasing_step_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: float,
                         n: int, beta: float, K: int | np.ndarray) -> np.ndarray | float:
     """Corollary 3.3 of Ryffel et al. (2022): η_k = 1/(2β + λk/2),
@@ -188,13 +196,13 @@ def decreasing_step_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: floa
     readings, which differ by at most 1/a − 1/(a + K) in the exponent (tested).
     """
     pre, lm = _prefactor(alpha, lipschitz, sigma, lam, n)
-    b = check_positive("beta", beta)
+    b, k = beta, K
     if b < lm:
         raise ValueError(f"beta must be >= lam, got beta={shown(beta)} < lam={shown(lam)}")
-    k = check_step_counts("K", K)
     return as_output(pre * lm * k / (4.0 * b + lm * k))
 
 
+@constrained(**_THM)
 def sgld_rdp_limit(alpha: float | np.ndarray, lipschitz: float, sigma: float, lam: float,
                    n: int) -> np.ndarray | float:
     """The K → ∞ value of Theorem 3.1 when Σ η_k diverges: 4αL²/(λn²σ²) (Ryffel et al. 2022,
@@ -203,6 +211,7 @@ def sgld_rdp_limit(alpha: float | np.ndarray, lipschitz: float, sigma: float, la
     return as_output(pre)
 
 
+@constrained(alpha=ORDER_ARRAY, lipschitz=POSITIVE, sigma=POSITIVE, n=COUNT, K=_K_OR_NONE)
 def sgld_composition_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: float, n: int,
                          step_sizes: float | np.ndarray, *,
                          K: int | np.ndarray | None = None) -> np.ndarray | float:
@@ -214,16 +223,14 @@ def sgld_composition_rdp(alpha: float | np.ndarray, lipschitz: float, sigma: flo
     :func:`dplib.langevin.composition_rdp` with sensitivity 2L for a constant step. For
     K ≪ β/λ Theorem 3.1 is twice this value (the factor 2 of the paper; tested).
     """
-    a = check_real_array("alpha", alpha, low=1.0)
-    lip = check_positive("lipschitz", lipschitz)
-    sg = check_positive("sigma", sigma)
-    nn = check_int("n", n, low=1)
     total = _check_schedule(step_sizes, K)
-    return as_output(a * lip**2 * total / (nn**2 * sg**2))
+    return as_output(np.asarray(alpha, dtype=float) * lipschitz**2 * total / (n**2 * sigma**2))
 
 
 # --- (ε, δ) and calibration ----------------------------------------------------------------------
 
+@constrained(delta=DELTA, lipschitz=POSITIVE, sigma=POSITIVE, lam=POSITIVE, n=COUNT,
+             K=_K_SCALAR, orders=ORDERS_OR_NONE, method=CONVERSION)
 def sgld_epsilon(delta: float, lipschitz: float, sigma: float, lam: float, n: int,
                  step_sizes: float | np.ndarray, *, K: int | None = None,
                  orders: object = None, method: str = "improved") -> tuple[float, float]:
@@ -239,13 +246,13 @@ def sgld_epsilon(delta: float, lipschitz: float, sigma: float, lam: float, n: in
     """
     from ..accounting import rdp_to_epsilon
 
-    if K is not None:
-        K = check_int("K", K, low=0)
     orders = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
     rdp = np.atleast_1d(sgld_rdp(orders, lipschitz, sigma, lam, n, step_sizes, K=K))
     return rdp_to_epsilon(orders, rdp, delta, method=method)
 
 
+@constrained(target_epsilon=POSITIVE,
+             **same_as(sgld_epsilon, "delta", "lipschitz", "lam", "n", "K", "orders", "method"))
 def sgld_calibrate_sigma(target_epsilon: float, delta: float, lipschitz: float, lam: float,
                          n: int, step_sizes: float | np.ndarray, *, K: int | None = None,
                          orders: object = None, method: str = "improved") -> float:
@@ -260,10 +267,7 @@ def sgld_calibrate_sigma(target_epsilon: float, delta: float, lipschitz: float, 
     """
     from ..accounting.calibrate import safe_log_root
 
-    eps_t = check_positive("target_epsilon", target_epsilon)
-    check_probability("delta", delta, low_open=True, high_open=True)
-    if K is not None:
-        K = check_int("K", K, low=0)
+    eps_t = target_epsilon
 
     def excess(s: float) -> float:
         return sgld_epsilon(delta, lipschitz, s, lam, n, step_sizes, K=K, orders=orders,
@@ -276,6 +280,10 @@ def sgld_calibrate_sigma(target_epsilon: float, delta: float, lipschitz: float, 
                                    "<= 1e12 reaches for this delta and order grid; raise it")
 
 
+@constrained(alpha=ORDER, epsilon=POSITIVE, lipschitz=POSITIVE, lam=POSITIVE, beta=POSITIVE,
+             n=COUNT, d=COUNT, schedule=Options("constant", "decreasing"),
+             grad_second_moment=optional(Interval(0.0, math.inf, closed="left"),
+                                         "None or a real in [0, inf)"))
 def sgld_utility_bound(alpha: float, epsilon: float, lipschitz: float, lam: float, beta: float,
                        n: int, d: int, *, schedule: str = "constant",
                        grad_second_moment: float | None = None) -> dict:
@@ -300,20 +308,10 @@ def sgld_utility_bound(alpha: float, epsilon: float, lipschitz: float, lam: floa
     up), "noise_term", "sgd_term", "bound", "r", "ratio"} with ratio = r/(β/λ)², the quantity
     of the paper's Table 4 (below 1, Theorem 4.2's K grows like n²; above 1, like n⁴).
     """
-    a = check_real("alpha", alpha, low=1.0)
-    e = check_positive("epsilon", epsilon)
-    lip = check_positive("lipschitz", lipschitz)
-    lm = check_positive("lam", lam)
-    b = check_positive("beta", beta)
+    a, e, lip, lm, b, nn, dd = alpha, epsilon, lipschitz, lam, beta, n, d
     if b < lm:
         raise ValueError(f"beta must be >= lam, got beta={shown(beta)} < lam={shown(lam)}")
-    nn = check_int("n", n, low=1)
-    dd = check_int("d", d, low=1)
-    if schedule not in ("constant", "decreasing"):
-        raise ValueError(f"schedule must be one of ('constant', 'decreasing'), got "
-                         f"{shown(schedule)}")
-    xi2 = lip**2 if grad_second_moment is None else check_real(
-        "grad_second_moment", grad_second_moment, low=0.0, low_open=False)
+    xi2 = lip**2 if grad_second_moment is None else grad_second_moment
     r = e * nn**2 / (a * dd)
     sigma = math.sqrt(4.0 * a * lip**2 / (e * lm * nn**2))
     if schedule == "constant":
@@ -361,6 +359,8 @@ def _released_schedule(step_sizes: object, K: object, max_groups: object) -> tup
     return values, counts[ks], scalar
 
 
+@constrained(lipschitz=POSITIVE, sigma=POSITIVE, n=COUNT, batch_size=COUNT,
+             orders=ORDERS_OR_NONE)
 def released_iterates_rdp(lipschitz: float, sigma: float, n: int, batch_size: int,
                           step_sizes: float | np.ndarray, *, K: int | np.ndarray | None = None,
                           orders: object = None,
@@ -376,13 +376,10 @@ def released_iterates_rdp(lipschitz: float, sigma: float, n: int, batch_size: in
     from ..accounting import check_orders
     from ..accounting.subsampling import wor_gaussian_rdp
 
-    lip = check_positive("lipschitz", lipschitz)
-    sg = check_positive("sigma", sigma)
-    nn = check_int("n", n, low=1)
-    m = check_int("batch_size", batch_size, low=1)
+    lip, sg, nn, m = lipschitz, sigma, n, batch_size
     if m > nn:
         raise ValueError(f"batch_size must be in [1, n] = [1, {nn}], got {shown(batch_size)}")
-    alphas = check_orders(DEFAULT_ORDERS if orders is None else orders)
+    alphas = check_orders(DEFAULT_ORDERS) if orders is None else orders
     values, counts, scalar = _released_schedule(step_sizes, K, max_groups)
     # step k is the subsampled Gaussian with noise multiplier z_k = σm/(L√(2η_k))
     per_group = np.stack([wor_gaussian_rdp(alphas, sg * m / (lip * math.sqrt(2.0 * e)), m / nn)
@@ -391,6 +388,8 @@ def released_iterates_rdp(lipschitz: float, sigma: float, n: int, batch_size: in
     return alphas, (rdp[0] if scalar else rdp)
 
 
+@constrained(delta=DELTA, **same_as(released_iterates_rdp, "lipschitz", "sigma", "n", "batch_size",
+                                     "orders"))
 def released_iterates_epsilon(delta: float, lipschitz: float, sigma: float, n: int,
                               batch_size: int, step_sizes: float | np.ndarray, *,
                               K: int | np.ndarray | None = None, orders: object = None,
@@ -422,6 +421,9 @@ def released_iterates_epsilon(delta: float, lipschitz: float, sigma: float, n: i
     return np.array([rdp_to_epsilon(alphas, r, delta)[0] for r in rdp])
 
 
+@constrained(target_epsilon=POSITIVE, rtol=Interval(0.0, 0.1, closed="neither"),
+             **same_as(released_iterates_epsilon, "delta", "lipschitz", "n", "batch_size",
+                       "orders"))
 def released_iterates_calibrate_sigma(target_epsilon: float, delta: float, lipschitz: float,
                                       n: int, batch_size: int,
                                       step_sizes: float | np.ndarray, *, K: int | None = None,
@@ -437,9 +439,7 @@ def released_iterates_calibrate_sigma(target_epsilon: float, delta: float, lipsc
     """
     from ..accounting.calibrate import safe_log_root
 
-    eps_t = check_positive("target_epsilon", target_epsilon)
-    check_probability("delta", delta, low_open=True, high_open=True)
-    check_real("rtol", rtol, low=0.0, high=0.1)
+    eps_t = target_epsilon
     if K is not None:
         K = check_int("K", K, low=1)
 
@@ -450,8 +450,7 @@ def released_iterates_calibrate_sigma(target_epsilon: float, delta: float, lipsc
     # start from the full-batch composition σ (ρ-zCDP with ρ = L²Ση_k/(n²σ²)); subsampling
     # changes it by a modest factor
     total = float(np.max(_check_schedule(step_sizes, K)))
-    guess = zcdp_sigma_guess(check_positive("lipschitz", lipschitz)**2 * total
-                             / check_int("n", n, low=1)**2, eps_t, delta)
+    guess = zcdp_sigma_guess(lipschitz**2 * total / n**2, eps_t, delta)
     return safe_log_root(excess, guess, guess, rtol=rtol, floor=1e-12, ceiling=1e12,
                          too_large=f"target_epsilon={target_epsilon!r} needs sigma above 1e12 "
                                    "for these delta and orders; raise it")

@@ -259,16 +259,13 @@ def core_specs() -> list[Spec]:
                          rng="rng", sample_population="bool")),
         # -- samplers ------------------------------------------------------------------------
         Spec("dplib.samplers.poisson_batches", lambda: S.poisson_batches,
-             kwargs=dict(n=100, sample_rate=0.1, num_steps=5, rng=0),
-             params=dict(n="int1", sample_rate="rate", num_steps="int1", rng="rng")),
+             kwargs=dict(n=100, sample_rate=0.1, num_steps=5, rng=0)),
         Spec("dplib.samplers.fixed_size_batches", lambda: S.fixed_size_batches,
              kwargs=dict(n=100, batch_size=10, num_steps=5, rng=0),
-             params=dict(n="int1", batch_size=[0, 101, 2.5, None], num_steps="int1",
-                         rng="rng")),
+             params=dict(batch_size=[101])),          # m > n
         Spec("dplib.samplers.shuffled_epochs", lambda: S.shuffled_epochs,
              kwargs=dict(n=100, batch_size=10, epochs=2, rng=0),
-             params=dict(n="int1", batch_size=[0, 101, 2.5, None], epochs="int1",
-                         rng="rng", drop_last="bool")),
+             params=dict(batch_size=[101])),          # m > n
     ]
 
 

@@ -91,8 +91,7 @@ def figures_specs_more() -> list[Spec]:
              kwargs=small),
         Spec("dplib.langevin.sgld.sgld_utility_bound", lambda: LS.sgld_utility_bound,
              args=(2.0, 1.0, 1.0, 1.0, 2.0, 1000, 10),
-             params=dict(alpha=[1.0, 0.5, NAN, "2", None], epsilon="pos", lipschitz="pos",
-                         lam="pos", beta="pos", n="int1", d="int1", schedule="choice")),
+             params=dict(alpha=[0.5, "2"])),
         # declared; grads of the wrong width for the code book is a relation
         Spec("dplib.encoding.codebook.clamp_thresholds", lambda: EC.clamp_thresholds,
              args=(grad, book), params=dict(grads=[torch.ones(3)], codebook=["x", 1.0])),

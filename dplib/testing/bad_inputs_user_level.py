@@ -71,10 +71,8 @@ def user_level_specs() -> list[Spec]:
                          records_per_user=_CAP)),
         Spec("dplib.user_data.make_user_digits", lambda: UD.make_user_digits,
              args=(3, 2), kwargs=dict(rng=0),
-             params=dict(n_users="int1", records_per_user="int1", rng="rng",
-                         max_records=[1, 0, -1, 2.5, NAN, "3"],
-                         style=[-1.0, NAN, INF, "0.5", None],
-                         noise=[-1.0, NAN, INF, "0.5", None])),
+             params=dict(max_records=[1, -1, 2.5],   # 1 < records_per_user
+                         style=["0.5"], noise=["0.5"])),
         Spec("dplib.attacks.user_audit.user_scores", lambda: UA.user_scores,
              args=([[1.0, 2.0, 3.0]], [0, 0, 1], 2),
              params=dict(user_index=[[0, 0], [0, 0, 2], [-1, 0, 1], [0.5, 0, 1], None],

@@ -28,14 +28,10 @@ NOT_MIGRATED = (
     "dplib.attacks",
     "dplib.deployments",
     "dplib.experiments",
-    "dplib.features",
-    "dplib.langevin",
     "dplib.mechanisms",
     "dplib.reporting",
-    "dplib.samplers",
     "dplib.synthetic",
     "dplib.training",
-    "dplib.user_data",
 )
 
 
