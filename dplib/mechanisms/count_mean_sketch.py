@@ -36,21 +36,29 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, shown
+from .._constraints import Custom, InstanceOf, Integer, constrained
+from .._validate import check_int, shown
 from ..device import release_seed
+from ._params import EPSILON, RNG
 
 __all__ = ["CountMeanSketch", "cms_client", "cms_sketch", "cms_frequencies", "cms_expected",
            "cms_variance", "cms_flip_probability"]
 
 
+@constrained(epsilon=EPSILON)
 def cms_flip_probability(epsilon: float) -> float:
     """1/(1 + e^{ε/2}): the probability that the client flips one coordinate (Apple 2017,
     A_client-CMS), written as 1/(1+e^{ε/2}) = expit(−ε/2) without overflow."""
-    eps = check_positive("epsilon", epsilon)
-    return float(0.5 * (1.0 - math.tanh(eps / 4.0)))
+    return float(0.5 * (1.0 - math.tanh(epsilon / 4.0)))
 
 
 @dataclass(frozen=True)
+@constrained(epsilon=EPSILON, rows=Integer(min=1), columns=Integer(min=2),
+             domain_size=Integer(min=1),
+             hash_seed=Custom(lambda name, value: (None if value is None
+                                                   else check_int(name, value, low=0)),
+                              "None or an integer seed >= 0", [-1, 2.5, math.nan, "3", True],
+                              family="seed"))
 class CountMeanSketch:
     """The public parameters of a count-mean sketch: ε per report, ``rows`` k, ``columns`` m,
     a dictionary of ``domain_size`` items (indexed 0, …, D−1) and the random seed of the public
@@ -65,14 +73,9 @@ class CountMeanSketch:
     hash_seed: int | None = None
     hashes: np.ndarray = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
-        object.__setattr__(self, "rows", check_int("rows", self.rows))
-        object.__setattr__(self, "columns", check_int("columns", self.columns, low=2))
-        object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size))
+    def __post_init__(self) -> None:       # after the declared checks of the fields
         if self.hash_seed is None:          # fresh public hash functions, recorded here
             object.__setattr__(self, "hash_seed", release_seed())
-        object.__setattr__(self, "hash_seed", check_int("hash_seed", self.hash_seed, low=0))
         if self.rows * self.domain_size > 1 << 28:
             raise ValueError(f"rows × domain_size must be at most 2**28 (the hash table is "
                              f"stored), got {self.rows} × {self.domain_size}")
@@ -87,10 +90,8 @@ class CountMeanSketch:
         return 1.0 / math.tanh(self.epsilon / 4.0)
 
 
-def _check_sketch(sketch: object) -> CountMeanSketch:
-    if not isinstance(sketch, CountMeanSketch):
-        raise ValueError(f"sketch must be a CountMeanSketch, got {shown(sketch)}")
-    return sketch
+#: The public parameters of the sketch the reports were made with.
+_SKETCH = InstanceOf(CountMeanSketch, "a CountMeanSketch (e.g. CountMeanSketch(4.0, 16, 64, 100))")
 
 
 def _check_values(values: object, sketch: CountMeanSketch) -> np.ndarray:
@@ -106,6 +107,7 @@ def _check_values(values: object, sketch: CountMeanSketch) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+@constrained(sketch=_SKETCH, rng=RNG)
 def cms_client(values: object, sketch: CountMeanSketch, *,
                rng: np.random.Generator | int) -> tuple[np.ndarray, np.ndarray]:
     """Privatise one value per report on the device (Apple 2017, A_client-CMS), vectorised over
@@ -118,9 +120,9 @@ def cms_client(values: object, sketch: CountMeanSketch, *,
 
     Returns (rows: int64 array (n,), vectors: int8 array (n, m) of ±1).
     """
-    sk = _check_sketch(sketch)
+    sk = sketch
     d = _check_values(values, sk)
-    gen = as_generator(rng)
+    gen = rng
     n, m = d.size, sk.columns
     rows = gen.integers(0, sk.rows, size=n)
     v = -np.ones((n, m), dtype=np.int8)
@@ -129,11 +131,12 @@ def cms_client(values: object, sketch: CountMeanSketch, *,
     return rows.astype(np.int64), np.where(flip, -v, v).astype(np.int8)
 
 
+@constrained(sketch=_SKETCH)
 def cms_sketch(rows: object, vectors: object, sketch: CountMeanSketch) -> np.ndarray:
     """The server's k × m matrix M (Apple 2017, A_server-CMS): each report adds
     k·(c_ε/2·ṽ + 1/2) to row j. Reports are (``rows``, ``vectors``) as :func:`cms_client`
     returns them."""
-    sk = _check_sketch(sketch)
+    sk = sketch
     j = np.asarray(rows)
     v = np.asarray(vectors)
     if (j.ndim != 1 or j.size == 0 or j.dtype == bool or not np.issubdtype(j.dtype, np.integer)
@@ -149,12 +152,13 @@ def cms_sketch(rows: object, vectors: object, sketch: CountMeanSketch) -> np.nda
     return out
 
 
+@constrained(sketch=_SKETCH)
 def cms_frequencies(rows: object, vectors: object, sketch: CountMeanSketch) -> np.ndarray:
     """Debiased count estimates of every dictionary item from the reports (Apple 2017,
     A_server-CMS): f̃(d) = m/(m−1)·((1/k)·Σ_l M[l, h_l(d)] − n/m). Unbiased on average over
     the hash functions; for the fixed table, :func:`cms_expected` gives the mean. Returns an
     array of ``domain_size`` estimates (they can be negative: not clipped, clipping biases)."""
-    sk = _check_sketch(sketch)
+    sk = sketch
     mat = cms_sketch(rows, vectors, sk)
     n = np.asarray(rows).size
     k, m = sk.rows, sk.columns
@@ -180,22 +184,24 @@ def _check_counts(true_counts: object, sk: CountMeanSketch) -> np.ndarray:
     return arr.astype(float)
 
 
+@constrained(sketch=_SKETCH)
 def cms_expected(true_counts: object, sketch: CountMeanSketch) -> np.ndarray:
     """E[f̃(d) | hashes] = m/(m−1)·(Σ_e f(e)·P[d, e] − n/m) for every item d, where f are the true
     counts and P[d, e] the fraction of rows in which e collides with d (module docstring).
     Equals f(d) on average over uniformly drawn hashes, not for every table."""
-    sk = _check_sketch(sketch)
+    sk = sketch
     f = _check_counts(true_counts, sk)
     m = sk.columns
     return m / (m - 1.0) * (_collision_fractions(f, sk) @ f - f.sum() / m)
 
 
+@constrained(sketch=_SKETCH)
 def cms_variance(true_counts: object, sketch: CountMeanSketch) -> np.ndarray:
     """Var[f̃(d) | hashes] = (m/(m−1))²·Σ_e f(e)·(c_ε² − (2P[d, e] − 1)²)/4 for every item d:
     the reports are independent given the hashes and each contributes
     (c_ε/2)²·Var(ṽ) with ṽ ∈ {±1}, E[ṽ] = (2P − 1)/c_ε (derived from A_client-CMS in the
     module docstring)."""
-    sk = _check_sketch(sketch)
+    sk = sketch
     f = _check_counts(true_counts, sk)
     m, c = sk.columns, sk.c_epsilon
     per = (c * c - (2.0 * _collision_fractions(f, sk) - 1.0) ** 2) / 4.0

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import isqrt
-from numbers import Integral, Rational, Real
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, check_real_array, shown
+from .._constraints import Custom, Integer, constrained
+from .._validate import shown
+from ._params import EPSILONS0, INTEGER_POINTS, RATIONAL, RNG, SCALE
 
 __all__ = ["bernoulli_exp", "discrete_laplace", "discrete_gaussian", "discrete_laplace_pmf",
            "discrete_gaussian_pmf", "discrete_laplace_mechanism", "discrete_gaussian_mechanism",
@@ -32,20 +33,36 @@ __all__ = ["bernoulli_exp", "discrete_laplace", "discrete_gaussian", "discrete_l
 
 _INT64_SAFE = 2 ** 62
 
+#: Largest |value| the integer mechanisms accept: value + noise then stays inside int64.
+_VALUE_LIMIT = 2 ** 62
 
-def _rational(name: str, value: object) -> Fraction:
-    """A positive rational: int, Fraction, or float read as its printed decimal."""
-    if isinstance(value, bool) or not isinstance(value, (Real, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a positive rational number in (0, inf), got "
-                         f"{shown(value)}")
-    if isinstance(value, (Rational, np.integer)):
-        frac = Fraction(int(value)) if isinstance(value, np.integer) else Fraction(value)
-    else:
-        check_positive(name, float(value))          # NaN / inf / ≤ 0 refused with the range
-        frac = Fraction(repr(float(value)))
-    if frac <= 0:
-        raise ValueError(f"{name} must be in (0, inf), got {shown(value)}")
-    return frac
+
+def _integer_array(name: str, value: object) -> np.ndarray:
+    """A non-empty integer query answer in [−2⁶², 2⁶²], as int64.
+
+    The bound is checked *before* the cast (uint64 2⁶³ would otherwise become −2⁶³) and leaves
+    room for the noise: |Lap_Z(b)| ≥ 2⁶² for the largest b accepted (< 2⁵⁶) needs 64 successive
+    Bernoulli(e⁻¹) successes, probability e⁻⁶⁴ < 2·10⁻²⁸; the discrete Gaussian's noise is far
+    smaller. So value + noise cannot wrap around in int64.
+    """
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must be integers (a counting or integer-valued query), "
+                         f"got {shown(value)}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must be non-empty, got an empty array")
+    big = arr > _VALUE_LIMIT
+    if np.issubdtype(arr.dtype, np.signedinteger):
+        big |= arr < -_VALUE_LIMIT
+    if big.any():
+        raise ValueError(f"{name} must be integers in [-2**62, 2**62] (so that value + noise "
+                         f"cannot wrap around in int64), got {shown(arr[big].flat[0])}")
+    return arr.astype(np.int64)
+
+
+#: An integer query answer in [−2⁶², 2⁶²] (a scalar or a non-empty array), handed on as int64.
+_INTEGER_VALUE = Custom(_integer_array, "integers in [-2**62, 2**62] (a counting query)",
+                        [1.5, [1, 2.5], [], "3", None, True, [2 ** 63], np.nan])
 
 
 def _bern_exp_unit(num: np.ndarray, den: np.ndarray, gen: np.random.Generator) -> np.ndarray:
@@ -87,15 +104,15 @@ def _bern_exp_split(whole: np.ndarray, frac: np.ndarray, den: np.ndarray,
     return out
 
 
+@constrained(gamma=RATIONAL, size=Integer(min=1), rng=RNG)
 def bernoulli_exp(gamma: object, size: int, *, rng: np.random.Generator | int) -> np.ndarray:
     """``size`` exact draws of Bernoulli(exp(−γ)) for rational γ > 0 (CKS 2020, Alg. 1)."""
-    g = _rational("gamma", gamma)
-    size = check_int("size", size)
+    g = gamma
     if g.numerator >= _INT64_SAFE or g.denominator >= _INT64_SAFE:
         raise ValueError(f"gamma must have numerator and denominator < 2**62, got {g}")
     num = np.full(size, g.numerator, dtype=np.int64)
     den = np.full(size, g.denominator, dtype=np.int64)
-    return _bern_exp(num, den, as_generator(rng))
+    return _bern_exp(num, den, rng)
 
 
 def _geometric_exp1(size: int, gen: np.random.Generator) -> np.ndarray:
@@ -129,19 +146,20 @@ def _dlap_st(s: int, t: int, size: int, gen: np.random.Generator) -> np.ndarray:
     return out
 
 
+@constrained(scale=RATIONAL, size=Integer(min=1), rng=RNG)
 def discrete_laplace(scale: object, size: int, *, rng: np.random.Generator | int) -> np.ndarray:
     """``size`` exact draws of the discrete Laplace Lap_Z(b), P(z) ∝ exp(−|z|/b), z ∈ ℤ.
 
     ``scale`` b > 0 is rational (int, Fraction, or float read as its decimal); written b = t/s
     in lowest terms and sampled by CKS 2020, Algorithm 2. Returns an int64 array.
     """
-    b = _rational("scale", scale)
-    size = check_int("size", size)
+    b = scale
     if b.numerator >= 2 ** 56 or b.denominator >= _INT64_SAFE:
         raise ValueError(f"scale must be a rational t/s with t < 2**56 and s < 2**62, got {b}")
-    return _dlap_st(b.denominator, b.numerator, size, as_generator(rng))
+    return _dlap_st(b.denominator, b.numerator, size, rng)
 
 
+@constrained(sigma_squared=RATIONAL, size=Integer(min=1), rng=RNG)
 def discrete_gaussian(sigma_squared: object, size: int, *,
                       rng: np.random.Generator | int) -> np.ndarray:
     """``size`` exact draws of the discrete Gaussian N_Z(0, σ²), P(z) ∝ exp(−z²/(2σ²)), z ∈ ℤ.
@@ -151,8 +169,7 @@ def discrete_gaussian(sigma_squared: object, size: int, *,
     (|Y|tq − p)²/(2pqt²), computed exactly. ``sigma_squared`` is rational (int, Fraction or
     float read as its decimal); 2pqt² must stay below 2**62 (σ up to about 3·10⁴ for integer σ²).
     """
-    s2 = _rational("sigma_squared", sigma_squared)
-    size = check_int("size", size)
+    s2 = sigma_squared
     p, q = s2.numerator, s2.denominator
     t = isqrt(p // q) + 1
     den = 2 * p * q * t * t
@@ -161,7 +178,7 @@ def discrete_gaussian(sigma_squared: object, size: int, *,
             f"sigma_squared = {s2} is too large or has too large a denominator for exact int64 "
             f"arithmetic (2·p·q·t² = {den} must be < 2**62); pass a Fraction with a small "
             "denominator, e.g. Fraction(1, 3)")
-    gen = as_generator(rng)
+    gen = rng
     out = np.empty(size, dtype=np.int64)
     todo = np.arange(size)
     while todo.size:
@@ -179,24 +196,10 @@ def discrete_gaussian(sigma_squared: object, size: int, *,
     return out
 
 
-def _integer_points(name: str, value: object) -> np.ndarray:
-    """Integer-valued points of ℤ (ints, or floats that are whole numbers), as floats."""
-    arr = np.asarray(value)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be integers (points of Z), got {shown(value)}")
-    arr = arr.astype(float)
-    bad = ~np.isfinite(arr) | (arr != np.round(arr))
-    if bad.any():
-        raise ValueError(f"{name} must be integers (points of Z), got "
-                         f"{shown(float(arr[bad].flat[0]))}")
-    return arr
-
-
+@constrained(k=INTEGER_POINTS, scale=SCALE)
 def discrete_laplace_pmf(k: object, scale: float) -> np.ndarray | float:
     """P(Z = k) = tanh(1/(2b)) · exp(−|k|/b) for Z ~ Lap_Z(b) (CKS 2020, Def. 28 normalised)."""
-    b = check_positive("scale", scale)
-    kk = _integer_points("k", k)
-    pmf = np.tanh(0.5 / b) * np.exp(-np.abs(kk) / b)
+    pmf = np.tanh(0.5 / scale) * np.exp(-np.abs(k) / scale)
     return float(pmf) if pmf.ndim == 0 else pmf
 
 
@@ -206,17 +209,18 @@ def _dgauss_log_norm(s2: float) -> float:
     return float(np.log(np.exp(-y * y / (2 * s2)).sum()))
 
 
+@constrained(k=INTEGER_POINTS, sigma_squared=SCALE)
 def discrete_gaussian_pmf(k: object, sigma_squared: float) -> np.ndarray | float:
     """P(Z = k) = exp(−k²/(2σ²)) / Σ_y exp(−y²/(2σ²)) for Z ~ N_Z(0, σ²) (CKS 2020, Def. 1).
 
     The normaliser is summed over |y| ≤ 40σ + 10 (the rest is below e^{−800}).
     """
-    s2 = check_positive("sigma_squared", sigma_squared)
-    kk = _integer_points("k", k)
-    pmf = np.exp(-kk * kk / (2 * s2) - _dgauss_log_norm(s2))
+    s2 = sigma_squared
+    pmf = np.exp(-k * k / (2 * s2) - _dgauss_log_norm(s2))
     return float(pmf) if pmf.ndim == 0 else pmf
 
 
+@constrained(sigma_squared=SCALE, epsilon=EPSILONS0, sensitivity=Integer(min=1))
 def discrete_gaussian_delta(sigma_squared: float, epsilon: float | np.ndarray,
                             sensitivity: int = 1) -> np.ndarray | float:
     """δ of the 1-d discrete Gaussian mechanism (CKS 2020, Thm 7), integer ℓ2 sensitivity Δ:
@@ -224,9 +228,7 @@ def discrete_gaussian_delta(sigma_squared: float, epsilon: float | np.ndarray,
     δ = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2],   Y ~ N_Z(0, σ²).
     Vectorised over ``epsilon``.
     """
-    s2 = check_positive("sigma_squared", sigma_squared)
-    d = check_int("sensitivity", sensitivity)
-    eps = check_real_array("epsilon", epsilon, low=0.0, high=np.inf, low_open=False)
+    s2, d, eps = sigma_squared, sensitivity, epsilon
     r = int(np.ceil(40 * np.sqrt(s2))) + 10
     y = np.arange(-r, r + 1, dtype=float)
     pmf = discrete_gaussian_pmf(y, s2)
@@ -246,53 +248,26 @@ def discrete_gaussian_delta(sigma_squared: float, epsilon: float | np.ndarray,
     return float(delta) if delta.ndim == 0 else delta
 
 
+@constrained(value=_INTEGER_VALUE, epsilon=RATIONAL, sensitivity=Integer(min=1), rng=RNG)
 def discrete_laplace_mechanism(value: object, epsilon: object, sensitivity: int = 1, *,
                                rng: np.random.Generator | int) -> np.ndarray | int:
     """Integer ``value`` + Lap_Z(Δ/ε) noise per coordinate: ε-DP for integer queries with ℓ1
     sensitivity Δ (Ghosh et al. 2009; CKS 2020, Alg. 2). ε is read as a rational (see module).
     ``value`` must lie in [−2⁶², 2⁶²] so that the sum cannot wrap around in int64."""
-    x = _integer_array("value", value)
-    eps = _rational("epsilon", epsilon)
-    d = check_int("sensitivity", sensitivity)
-    noise = discrete_laplace(Fraction(d) / eps, x.size, rng=rng).reshape(x.shape)
+    x = value
+    noise = discrete_laplace(Fraction(sensitivity) / epsilon, x.size, rng=rng).reshape(x.shape)
     out = x + noise
     return int(out) if out.ndim == 0 else out
 
 
+@constrained(value=_INTEGER_VALUE, sigma_squared=RATIONAL, rng=RNG)
 def discrete_gaussian_mechanism(value: object, sigma_squared: object, *,
                                 rng: np.random.Generator | int) -> np.ndarray | int:
     """Integer ``value`` + N_Z(0, σ²) noise per coordinate (CKS 2020, Alg. 3).
 
     Its (ε, δ) for ℓ2 sensitivity Δ is :func:`discrete_gaussian_delta` (CKS 2020, Thm 7).
     ``value`` must lie in [−2⁶², 2⁶²] so that the sum cannot wrap around in int64."""
-    x = _integer_array("value", value)
+    x = value
     noise = discrete_gaussian(sigma_squared, x.size, rng=rng).reshape(x.shape)
     out = x + noise
     return int(out) if out.ndim == 0 else out
-
-
-#: Largest |value| the integer mechanisms accept: value + noise then stays inside int64.
-_VALUE_LIMIT = 2 ** 62
-
-
-def _integer_array(name: str, value: object) -> np.ndarray:
-    """A non-empty integer query answer in [−2⁶², 2⁶²], as int64.
-
-    The bound is checked *before* the cast (uint64 2⁶³ would otherwise become −2⁶³) and leaves
-    room for the noise: |Lap_Z(b)| ≥ 2⁶² for the largest b accepted (< 2⁵⁶) needs 64 successive
-    Bernoulli(e⁻¹) successes, probability e⁻⁶⁴ < 2·10⁻²⁸; the discrete Gaussian's noise is far
-    smaller. So value + noise cannot wrap around in int64.
-    """
-    arr = np.asarray(value)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"{name} must be integers (a counting or integer-valued query), "
-                         f"got {shown(value)}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must be non-empty, got an empty array")
-    big = arr > _VALUE_LIMIT
-    if np.issubdtype(arr.dtype, np.signedinteger):
-        big |= arr < -_VALUE_LIMIT
-    if big.any():
-        raise ValueError(f"{name} must be integers in [-2**62, 2**62] (so that value + noise "
-                         f"cannot wrap around in int64), got {shown(arr[big].flat[0])}")
-    return arr.astype(np.int64)

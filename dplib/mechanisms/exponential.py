@@ -29,7 +29,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .._validate import as_generator, check_choice, check_finite_array, check_positive, shown
+from .._constraints import Custom, Flag, Options, constrained
+from .._validate import check_finite_array
+from ._params import EPSILON, RNG, SENSITIVITY
 
 __all__ = ["exponential_mechanism_probabilities", "exponential_mechanism", "report_noisy_max"]
 
@@ -40,6 +42,12 @@ def _scores(name: str, utilities: object) -> np.ndarray:
         raise ValueError(f"{name} must have at least one candidate along its last axis, "
                          f"got shape {u.shape}")
     return u
+
+
+#: Scores of the candidates: finite reals, at least one candidate along the last axis.
+_SCORES = Custom(_scores, "finite real scores, one per candidate along the last axis",
+                 [[], [np.nan], [1.0, np.inf], "abc", None, 1.0, np.zeros((2, 0))],
+                 family="array")
 
 
 def _log_weights(u: np.ndarray, epsilon: float, sensitivity: float) -> np.ndarray:
@@ -55,6 +63,7 @@ def _log_weights(u: np.ndarray, epsilon: float, sensitivity: float) -> np.ndarra
     return np.where(half_gap == 0, 0.0, a)
 
 
+@constrained(utilities=_SCORES, epsilon=EPSILON, sensitivity=SENSITIVITY)
 def exponential_mechanism_probabilities(utilities: object, epsilon: float,
                                         sensitivity: float = 1.0) -> np.ndarray:
     """P(r) = exp(ε u_r/(2Δu)) / Σ_s exp(ε u_s/(2Δu)) along the last axis (McSherry & Talwar 2007).
@@ -62,13 +71,11 @@ def exponential_mechanism_probabilities(utilities: object, epsilon: float,
     Computed as exp(a − logsumexp(a)) with a = ε(u − max u)/(2Δu), so neither huge utilities
     nor an extreme ε/Δu overflow (see :func:`_log_weights`).
     """
-    u = _scores("utilities", utilities)
-    eps = check_positive("epsilon", epsilon)
-    du = check_positive("sensitivity", sensitivity)
-    a = _log_weights(u, eps, du)
+    a = _log_weights(utilities, epsilon, sensitivity)
     return np.exp(a - logsumexp(a, axis=-1, keepdims=True))
 
 
+@constrained(utilities=_SCORES, epsilon=EPSILON, sensitivity=SENSITIVITY, rng=RNG)
 def exponential_mechanism(utilities: object, epsilon: float, sensitivity: float = 1.0, *,
                           rng: np.random.Generator | int) -> np.ndarray | int:
     """Index chosen by the ε-DP exponential mechanism along the last axis of ``utilities``.
@@ -85,11 +92,13 @@ def exponential_mechanism(utilities: object, epsilon: float, sensitivity: float 
     """
     p = exponential_mechanism_probabilities(utilities, epsilon, sensitivity)
     cdf = np.cumsum(p, axis=-1)
-    u = as_generator(rng).random(p.shape[:-1] + (1,)) * cdf[..., -1:]
+    u = rng.random(p.shape[:-1] + (1,)) * cdf[..., -1:]
     idx = np.minimum((cdf <= u).sum(axis=-1), p.shape[-1] - 1)
     return int(idx) if idx.ndim == 0 else idx
 
 
+@constrained(scores=_SCORES, epsilon=EPSILON, sensitivity=SENSITIVITY,
+             noise=Options("gumbel", "laplace"), monotone=Flag(), rng=RNG)
 def report_noisy_max(scores: object, epsilon: float, sensitivity: float = 1.0, *,
                      noise: str = "gumbel", monotone: bool = False,
                      rng: np.random.Generator | int) -> np.ndarray | int:
@@ -108,13 +117,7 @@ def report_noisy_max(scores: object, epsilon: float, sensitivity: float = 1.0, *
     float Laplace *value* leak, but the law is still exact only up to rounding: a teaching
     implementation, not a certified sampler.
     """
-    s = _scores("scores", scores)
-    eps = check_positive("epsilon", epsilon)
-    du = check_positive("sensitivity", sensitivity)
-    check_choice("noise", noise, ("gumbel", "laplace"))
-    if not isinstance(monotone, (bool, np.bool_)):
-        raise ValueError(f"monotone must be True or False, got {shown(monotone)}")
-    gen = as_generator(rng)
+    s, eps, du, gen = scores, epsilon, sensitivity, rng
     if noise == "gumbel":
         if monotone:
             raise ValueError("monotone=True applies only to noise='laplace' (Dwork & Roth 2014, "

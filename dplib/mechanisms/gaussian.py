@@ -24,15 +24,18 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erfcx, log_ndtr
 
-from .._validate import (as_generator, check_choice, check_finite_array, check_positive,
-                         check_real, check_real_array)
+from .._constraints import Options, RealArray, constrained
 from ._checks import check_noise_scale, check_resolution
+from ._params import (DELTA, DELTAS, EPSILON, EPSILONS, EPSILONS0, INF, RNG, SCALE, SCALES,
+                      SENSITIVITY, VALUE)
 from .._validate import shown
 
 __all__ = ["gaussian_sigma", "gaussian_delta", "gaussian_log_delta", "gaussian_epsilon", "gaussian_mechanism",
            "gaussian_privacy_loss"]
 
 _METHODS = ("classic", "analytic")
+#: A value in [0, inf], scalar or array (μ and ε of :func:`gaussian_log_delta`).
+_NONNEG_OR_INF = RealArray(0.0, INF, closed="both", nonempty=False, family="nonneg_array")
 
 
 _U = 2.0 ** -53
@@ -127,16 +130,15 @@ def _log_delta_upper(mu: float | np.ndarray, epsilon: float | np.ndarray) -> np.
     return np.where(pos & (la > -np.inf), out, -np.inf)
 
 
+@constrained(mu=_NONNEG_OR_INF, epsilon=_NONNEG_OR_INF)
 def gaussian_log_delta(mu: float | np.ndarray, epsilon: float | np.ndarray) -> np.ndarray | float:
     """log δ(ε) of the Gaussian mechanism at Δ/σ = μ (μ-GDP; Balle & Wang 2018, Thm 8), never
     below the exact value: :func:`_log_delta_upper`, the one implementation of this curve, which
     :func:`gaussian_delta` and :class:`dplib.accounting.PLDAccountant` both use. In log space, so
     δ far below the smallest double; −inf where μ = 0, and where log δ itself is below the most
     negative double (δ is then 0 in double either way). μ ∈ [0, ∞], ε ∈ [0, ∞]."""
-    m = check_real_array("mu", mu, low=0.0, low_open=False, high_open=False)
-    eps = check_real_array("epsilon", epsilon, low=0.0, low_open=False, high_open=False)
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
-        return _scalar_or_array(_log_delta_upper(m, eps))
+        return _scalar_or_array(_log_delta_upper(mu, epsilon))
 
 
 def _log_delta(sigma: np.ndarray, epsilon: np.ndarray, sensitivity: float) -> np.ndarray:
@@ -145,6 +147,7 @@ def _log_delta(sigma: np.ndarray, epsilon: np.ndarray, sensitivity: float) -> np
         return _log_delta_upper(sensitivity / sigma, epsilon)
 
 
+@constrained(sigma=SCALES, epsilon=EPSILONS0, sensitivity=SENSITIVITY)
 def gaussian_delta(sigma: float | np.ndarray, epsilon: float | np.ndarray,
                    sensitivity: float = 1.0) -> np.ndarray | float:
     """δ(ε) of the Gaussian mechanism N(0, σ²) on ℓ2 sensitivity Δ (Balle & Wang 2018, Thm 8).
@@ -155,12 +158,10 @@ def gaussian_delta(sigma: float | np.ndarray, epsilon: float | np.ndarray,
     (~3e-14·Δ/σ for larger Δ/σ).
     Vectorised with broadcasting over ``sigma`` and ``epsilon`` (ε ≥ 0 allowed).
     """
-    sig = check_real_array("sigma", sigma, low=0.0)
-    eps = check_real_array("epsilon", epsilon, low=0.0, high=np.inf, low_open=False)
-    d = check_positive("sensitivity", sensitivity)
-    return _scalar_or_array(np.exp(_log_delta(sig, eps, d)))
+    return _scalar_or_array(np.exp(_log_delta(sigma, epsilon, sensitivity)))
 
 
+@constrained(sigma=SCALES, delta=DELTAS, sensitivity=SENSITIVITY)
 def gaussian_epsilon(sigma: float | np.ndarray, delta: float | np.ndarray,
                      sensitivity: float = 1.0) -> np.ndarray | float:
     """Smallest ε ≥ 0 with δ(ε) ≤ ``delta`` for N(0, σ²) noise (inverse of :func:`gaussian_delta`).
@@ -170,10 +171,8 @@ def gaussian_epsilon(sigma: float | np.ndarray, delta: float | np.ndarray,
     exact ε. Returns 0 when the mechanism is already (0, δ)-DP, and ``inf`` when δ is still above
     ``delta`` at the largest double (σ/Δ ≲ 1e-154: the exact ε ≈ Δ²/(2σ²) overflows a float).
     """
-    sig = check_real_array("sigma", sigma, low=0.0)
-    dl = check_real_array("delta", delta, low=0.0, high=1.0)
-    d = check_positive("sensitivity", sensitivity)
-    sig, log_target = np.broadcast_arrays(sig, np.log(dl))
+    d = sensitivity
+    sig, log_target = np.broadcast_arrays(sigma, np.log(delta))
     shape = sig.shape
     sig, log_target = sig.ravel(), log_target.ravel()
     lo = np.zeros(sig.shape)
@@ -196,6 +195,7 @@ def gaussian_epsilon(sigma: float | np.ndarray, delta: float | np.ndarray,
     return _scalar_or_array(np.where(out, np.inf, eps).reshape(shape))
 
 
+@constrained(epsilon=EPSILONS, delta=DELTAS, sensitivity=SENSITIVITY, method=Options(*_METHODS))
 def gaussian_sigma(epsilon: float | np.ndarray, delta: float | np.ndarray,
                    sensitivity: float = 1.0, method: str = "classic") -> np.ndarray | float:
     """Noise standard deviation σ making the Gaussian mechanism (ε, δ)-DP for ℓ2 sensitivity Δ.
@@ -207,10 +207,7 @@ def gaussian_sigma(epsilon: float | np.ndarray, delta: float | np.ndarray,
     it always meets δ and exceeds the exact optimum by round-off only (inf where no double σ
     suffices). Vectorised with broadcasting over ``epsilon``, ``delta``.
     """
-    method = check_choice("method", method, _METHODS)
-    eps = check_real_array("epsilon", epsilon, low=0.0)
-    dl = check_real_array("delta", delta, low=0.0, high=1.0)
-    d = check_positive("sensitivity", sensitivity)
+    eps, dl, d = epsilon, delta, sensitivity
     if method == "classic":
         if np.any(eps >= 1):
             bad = eps[eps >= 1].flat[0]
@@ -245,6 +242,8 @@ def gaussian_sigma(epsilon: float | np.ndarray, delta: float | np.ndarray,
         return _scalar_or_array(np.exp(hi) * d)
 
 
+@constrained(value=VALUE, epsilon=EPSILON, delta=DELTA, sensitivity=SENSITIVITY,
+             method=Options(*_METHODS), rng=RNG)
 def gaussian_mechanism(value: float | np.ndarray, epsilon: float, delta: float,
                        sensitivity: float = 1.0, *, method: str = "analytic",
                        rng: np.random.Generator | int) -> np.ndarray | float:
@@ -262,16 +261,15 @@ def gaussian_mechanism(value: float | np.ndarray, epsilon: float, delta: float,
     Refused, as for :func:`dplib.mechanisms.laplace_mechanism`: a σ that overflows or underflows
     and a value whose doubles are more than Δ/1024 apart.
     """
-    x = check_finite_array("value", value)
-    # one (ε, δ) for the whole release: gaussian_sigma is vectorised, this function is not
-    eps = check_positive("epsilon", epsilon)
-    dl = check_real("delta", delta, low=0.0, high=1.0)
-    sigma = check_noise_scale("sigma", gaussian_sigma(eps, dl, sensitivity, method))
-    check_resolution("value", x, check_positive("sensitivity", sensitivity))
-    out = x + as_generator(rng).normal(0.0, sigma, size=x.shape)
+    x = value
+    # one (ε, δ) for the whole release (declared scalars): gaussian_sigma is vectorised
+    sigma = check_noise_scale("sigma", gaussian_sigma(epsilon, delta, sensitivity, method))
+    check_resolution("value", x, sensitivity)
+    out = x + rng.normal(0.0, sigma, size=x.shape)
     return _scalar_or_array(out)
 
 
+@constrained(output=VALUE, sigma=SCALE, sensitivity=SENSITIVITY)
 def gaussian_privacy_loss(output: float | np.ndarray, sigma: float,
                           sensitivity: float = 1.0) -> np.ndarray | float:
     """Privacy loss L(o) = ln p_D(o)/p_D'(o) = (Δ² − 2Δo)/(2σ²) for f(D) = 0, f(D') = Δ.
@@ -279,7 +277,5 @@ def gaussian_privacy_loss(output: float | np.ndarray, sigma: float,
     Unbounded in o, which is why the Gaussian mechanism is (ε, δ)- and not ε-DP: δ(ε) is the
     mass where L exceeds ε, weighted as in Balle & Wang (2018), Thm 5. Vectorised over ``output``.
     """
-    o = check_finite_array("output", output)
-    s = check_positive("sigma", sigma)
-    d = check_positive("sensitivity", sensitivity)
+    o, s, d = output, sigma, sensitivity
     return _scalar_or_array((d * d - 2.0 * d * o) / (2.0 * s * s))

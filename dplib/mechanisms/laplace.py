@@ -19,27 +19,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import (as_generator, check_finite_array, check_int, check_positive,
-                         check_real, check_real_array)
+from .._constraints import Integer, Interval, constrained
 from ._checks import check_noise_scale, check_resolution
+from ._params import EPSILON, EPSILONS, RNG, SCALE, SENSITIVITY, VALUE
 
 __all__ = ["laplace_scale", "laplace_mechanism", "laplace_privacy_loss", "mean_sensitivity",
            "textbook_float_laplace", "float_laplace_reachable"]
 
 
+@constrained(epsilon=EPSILONS, sensitivity=SENSITIVITY)
 def laplace_scale(epsilon: float | np.ndarray, sensitivity: float = 1.0) -> np.ndarray | float:
     """Noise scale b = Δ₁/ε of the ε-DP Laplace mechanism (Dwork et al. 2006, Prop. 1).
 
     Vectorised over ``epsilon``. ``sensitivity`` is the ℓ1 sensitivity under the adjacency
     you use; it must be > 0 (a query with Δ = 0 needs no noise).
     """
-    eps = check_real_array("epsilon", epsilon, low=0.0)
-    delta1 = check_positive("sensitivity", sensitivity)
     with np.errstate(over="ignore"):          # an overflow gives inf, refused by the mechanism
-        b = delta1 / eps
+        b = sensitivity / epsilon
     return float(b) if b.ndim == 0 else b
 
 
+@constrained(value=VALUE, epsilon=EPSILON, sensitivity=SENSITIVITY, rng=RNG)
 def laplace_mechanism(value: float | np.ndarray, epsilon: float, sensitivity: float = 1.0, *,
                       rng: np.random.Generator | int) -> np.ndarray | float:
     """Release ``value`` + Lap(0, Δ₁/ε) noise, iid per coordinate: ε-DP (Dwork & Roth 2014, Thm 3.6).
@@ -52,14 +52,14 @@ def laplace_mechanism(value: float | np.ndarray, epsilon: float, sensitivity: fl
     Refused: a scale Δ/ε that overflows or underflows (:func:`check_noise_scale`), and a value
     so large that doubles near it are more than Δ/1024 apart (:func:`check_resolution`).
     """
-    x = check_finite_array("value", value)
-    b = check_noise_scale("sensitivity/epsilon",
-                          laplace_scale(check_positive("epsilon", epsilon), sensitivity))
-    check_resolution("value", x, check_positive("sensitivity", sensitivity))
-    out = x + as_generator(rng).laplace(0.0, b, size=x.shape)
+    x = value
+    b = check_noise_scale("sensitivity/epsilon", laplace_scale(epsilon, sensitivity))
+    check_resolution("value", x, sensitivity)
+    out = x + rng.laplace(0.0, b, size=x.shape)
     return float(out) if out.ndim == 0 else out
 
 
+@constrained(output=VALUE, scale=SCALE, sensitivity=SENSITIVITY)
 def laplace_privacy_loss(output: float | np.ndarray, scale: float,
                          sensitivity: float = 1.0) -> np.ndarray | float:
     """Privacy loss ln p_D(o)/p_D'(o) of the Laplace mechanism with f(D)=0, f(D')=Δ (1-d).
@@ -67,13 +67,12 @@ def laplace_privacy_loss(output: float | np.ndarray, scale: float,
     Equals (|o − Δ| − |o|)/b, so it lies in [−Δ/b, Δ/b] = [−ε, ε] for b = Δ/ε (Dwork & Roth
     2014, proof of Thm 3.6). Vectorised over ``output``.
     """
-    o = check_finite_array("output", output)
-    b = check_positive("scale", scale)
-    d = check_positive("sensitivity", sensitivity)
+    o, b, d = output, scale, sensitivity
     loss = (np.abs(o - d) - np.abs(o)) / b
     return float(loss) if loss.ndim == 0 else loss
 
 
+@constrained(n=Integer(min=1), bound=Interval(0.0, np.inf))
 def mean_sensitivity(n: int, bound: float) -> float:
     """Sensitivity 2c/n of the mean of n records with ‖x_i‖ ≤ c, under **replace-one** adjacency.
 
@@ -82,9 +81,7 @@ def mean_sensitivity(n: int, bound: float) -> float:
     ``RazaviyaynLecture11``; Dwork & Roth 2014, §3.3. Under add/remove adjacency n itself changes and is private: release the
     sum (sensitivity c) and the count (sensitivity 1) instead, then divide (post-processing).
     """
-    n = check_int("n", n)
-    c = check_positive("bound", bound)
-    return 2.0 * c / n
+    return 2.0 * bound / n
 
 
 # --- Mironov (2012): the textbook float sampler and exact reachability of its outputs ---------
@@ -92,6 +89,7 @@ def mean_sensitivity(n: int, bound: float) -> float:
 _TWO52 = 2.0 ** 52
 
 
+@constrained(value=Interval(-np.inf, np.inf), scale=SCALE, size=Integer(min=1), rng=RNG)
 def textbook_float_laplace(value: float, scale: float, size: int, *,
                            rng: np.random.Generator | int) -> np.ndarray:
     """``size`` outputs of value + Lap(scale) computed the *textbook* way, in IEEE doubles.
@@ -101,10 +99,7 @@ def textbook_float_laplace(value: float, scale: float, size: int, *,
     attacks; it exists here only to demonstrate the attack. Draws with 1 − 2|U| = 0 (probability
     2⁻⁵³) are redrawn so that no output is infinite.
     """
-    mu = check_real("value", value)
-    b = check_positive("scale", scale)
-    size = check_int("size", size)
-    gen = as_generator(rng)
+    mu, b, gen = value, scale, rng
     u = gen.random(size) - 0.5
     while np.any(u == -0.5):
         bad = u == -0.5
@@ -112,6 +107,8 @@ def textbook_float_laplace(value: float, scale: float, size: int, *,
     return mu - b * np.sign(u) * np.log(1.0 - 2.0 * np.abs(u))
 
 
+@constrained(output=VALUE, value=Interval(-np.inf, np.inf), scale=SCALE,
+             window=Integer(min=1))
 def float_laplace_reachable(output: float | np.ndarray, value: float, scale: float, *,
                             window: int = 64) -> np.ndarray | bool:
     """Whether each double in ``output`` can be produced by :func:`textbook_float_laplace`
@@ -121,10 +118,7 @@ def float_laplace_reachable(output: float | np.ndarray, value: float, scale: flo
     the reachable outputs are fl(value − fl(±scale·ln(m·2⁻⁵²))). For each output we invert the
     CDF to the nearest m and test every m within ``window`` of it, with both signs.
     """
-    y = check_finite_array("output", output)
-    mu = check_real("value", value)
-    b = check_positive("scale", scale)
-    window = check_int("window", window)
+    y, mu, b = output, value, scale
     flat = y.reshape(-1)
     z = np.abs(flat - mu)
     m0 = np.rint(_TWO52 * np.exp(-z / b))

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, optimize
 
-from .._validate import check_int, check_real, shown
+from .._constraints import Custom, InstanceOf, Integer, Interval, Options, constrained
+from .._validate import check_int, shown
+from ._params import LOWER_SQUARE, MATRIX, RNG, TEXT, check_matrix
 
 __all__ = ["Factorization", "prefix_workload", "momentum_workload", "sqrt_coefficients",
            "tree_factorization", "sqrt_factorization", "optimal_factorization",
@@ -40,30 +42,8 @@ __all__ = ["Factorization", "prefix_workload", "momentum_workload", "sqrt_coeffi
            "max_participation_sum"]
 
 
-def _check_matrix(name: str, value: object, *, square: bool = False,
-                  lower: bool = False) -> np.ndarray:
-    """A finite 2-D float array (square, lower-triangular with nonzero diagonal when asked)."""
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a 2-D array of finite reals, got {shown(value)}"[:300])
-    if arr.ndim != 2 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D array, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must hold finite reals, got a NaN or infinite entry")
-    if square and arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"{name} must be square (n×n), got shape {arr.shape}")
-    if lower:
-        if np.any(np.triu(arr, 1) != 0):
-            raise ValueError(f"{name} must be lower-triangular (step t may use only the first t "
-                             f"inputs), got a nonzero entry above the diagonal")
-        if np.any(np.diag(arr) == 0):
-            raise ValueError(f"{name} must have a nonzero diagonal (invertible), got a zero at "
-                             f"index {int(np.flatnonzero(np.diag(arr) == 0)[0])}")
-    return arr
-
-
 @dataclass(frozen=True)
+@constrained(B=MATRIX, C=MATRIX, name=TEXT)
 class Factorization:
     """A factorisation A = B C of a workload: ``B`` (n×m), ``C`` (m×n, the *encoder*: the
     mechanism releases Cx + z), ``name`` for tables and legends."""
@@ -72,16 +52,11 @@ class Factorization:
     C: np.ndarray
     name: str = "factorization"
 
-    def __post_init__(self) -> None:
-        B = _check_matrix("B", self.B)
-        C = _check_matrix("C", self.C)
+    def __post_init__(self) -> None:       # after the declared checks (B, C as float64)
+        B, C = self.B, self.C
         if B.shape[1] != C.shape[0] or B.shape[0] != C.shape[1]:
             raise ValueError(f"B (n×m) and C (m×n) must have matching shapes, got B {B.shape} "
                              f"and C {C.shape}")
-        if not isinstance(self.name, str):
-            raise ValueError(f"name must be a string, got {shown(self.name)}")
-        object.__setattr__(self, "B", B)
-        object.__setattr__(self, "C", C)
 
     @property
     def n(self) -> int:
@@ -94,18 +69,41 @@ class Factorization:
         return self.B @ self.C
 
 
+#: A :class:`Factorization` (as the factorisation functions return it).
+FACTORIZATION = InstanceOf(Factorization, "a Factorization (e.g. tree_factorization(8))",
+                           bad=(None, 1.0, "x", np.eye(2)))
+
+
+def _check_values(name: str, value: object) -> np.ndarray:
+    try:
+        x = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        x = np.full(1, np.nan)
+    if x.ndim not in (1, 2) or x.shape[-1] == 0 or not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} must be a non-empty 1-D or 2-D array of finite reals, got "
+                         f"{shown(value)}"[:300])
+    return x
+
+
+_VALUES = Custom(_check_values, "a non-empty 1-D or 2-D array of finite reals",
+                 [[], [np.nan], [1.0, np.inf], "abc", None, np.ones((2, 2, 2))])
+_COUNT_OR_NONE = Custom(lambda name, value: None if value is None else check_int(name, value),
+                        "None or an integer >= 1", [0, -3, 2.5, np.nan, "3", True])
+
+
+@constrained(n=Integer(min=1))
 def prefix_workload(n: int) -> np.ndarray:
     """The prefix-sum workload: the all-ones lower-triangular n×n matrix (row t sums x_1..x_t;
     SGD's iterate θ_t = θ_0 − η·(row t of A x))."""
-    return np.tri(check_int("n", n))
+    return np.tri(n)
 
 
+@constrained(n=Integer(min=1), momentum=Interval(0.0, 1.0, closed="left", family="frac0"))
 def momentum_workload(n: int, momentum: float, lr: object = None) -> np.ndarray:
     """The workload of SGD with heavy-ball momentum β and step sizes η_t (Denisov et al. 2022,
     Sec. 5; torch's SGD: m_t = β m_{t−1} + g_t, θ_t = θ_{t−1} − η_t m_t): θ_t − θ_0 = −(A g)_t with
     A[t, s] = Σ_{r=s}^{t} η_r β^{r−s} (s ≤ t). ``lr`` None: η_t = 1 (then A is Toeplitz)."""
-    n = check_int("n", n)
-    beta = check_real("momentum", momentum, low=0.0, high=1.0, low_open=False)
+    beta = momentum
     if lr is None:
         eta = np.ones(n)
     else:
@@ -122,11 +120,11 @@ def momentum_workload(n: int, momentum: float, lr: object = None) -> np.ndarray:
     return np.tri(n) @ (eta[:, None] * M)
 
 
+@constrained(n=Integer(min=1))
 def sqrt_coefficients(n: int) -> np.ndarray:
     """c_k = binom(2k, k)/4^k, k < n: the Taylor coefficients of (1 − x)^{−1/2}, so the
     lower-triangular Toeplitz matrix with them squares to the prefix-sum matrix
     (Fichtenberger, Henzinger & Upadhyay 2023, Sec. 3). c_k = c_{k−1}(2k − 1)/(2k)."""
-    n = check_int("n", n)
     k = np.arange(1, n)
     return np.concatenate([[1.0], np.cumprod((2 * k - 1) / (2 * k))])
 
@@ -137,12 +135,13 @@ def _toeplitz_lower(c: np.ndarray, n: int) -> np.ndarray:
     return linalg.toeplitz(col, np.zeros(n))
 
 
+@constrained(workload=LOWER_SQUARE)
 def identity_factorization(workload: object) -> Factorization:
     """B = A, C = I: independent noise at every step (DP-SGD's)."""
-    A = _check_matrix("workload", workload, square=True, lower=True)
-    return Factorization(A, np.eye(A.shape[0]), "independent")
+    return Factorization(workload, np.eye(workload.shape[0]), "independent")
 
 
+@constrained(n=Integer(min=1), estimator=Options("standard", "honaker"))
 def tree_factorization(n: int, estimator: str = "standard") -> Factorization:
     """The binary-tree mechanism for prefix sums (Dwork, Naor, Pitassi & Rothblum 2010; Chan, Shi
     & Song 2011, the "binary mechanism"). C has one 0/1 row per dyadic interval [j·2^ℓ, (j+1)·2^ℓ)
@@ -151,10 +150,6 @@ def tree_factorization(n: int, estimator: str = "standard") -> Factorization:
     nodes of the dyadic decomposition of [0, t + 1) (row t of B has popcount(t + 1) ones: an
     online mechanism); ``"honaker"``: B = A C⁺, the least-squares estimate (Honaker 2015), which
     uses nodes that close after step t (not online; never used by the trainer)."""
-    n = check_int("n", n)
-    if estimator not in ("standard", "honaker"):
-        raise ValueError(f"estimator must be one of ['standard', 'honaker'], got "
-                         f"{shown(estimator)}")
     h = int(np.ceil(np.log2(n))) if n > 1 else 0
     cols = np.arange(n)
     blocks, offsets = [], []
@@ -175,6 +170,7 @@ def tree_factorization(n: int, estimator: str = "standard") -> Factorization:
     return Factorization(B, C, "tree")
 
 
+@constrained(n=Integer(min=1))
 def sqrt_factorization(n: int) -> Factorization:
     """B = C = A^{1/2} for the prefix-sum matrix A: lower-triangular Toeplitz with coefficients
     :func:`sqrt_coefficients` (Fichtenberger, Henzinger & Upadhyay 2023, Thm 1.1; Henzinger,
@@ -227,6 +223,8 @@ def _dual(u: np.ndarray, spectrum: _Spectrum) -> tuple[float, np.ndarray, tuple]
     return -(2.0 * r.sum() - v.sum()), -(diag_x - 1.0) * v, (np.sqrt(v), Q, r)
 
 
+@constrained(workload=LOWER_SQUARE, tol=Interval(0.0, 1.0, closed="neither", family="frac_open"),
+             max_iter=Integer(min=1))
 def optimal_factorization(workload: object, *, tol: float = 1e-8,
                           max_iter: int = 2000) -> Factorization:
     """The factorisation minimising the total squared error ‖B‖_F² at sensitivity 1 for one
@@ -239,9 +237,7 @@ def optimal_factorization(workload: object, *, tol: float = 1e-8,
     tridiagonal one, :class:`_Spectrum`), O(n³) otherwise. C is the lower-triangular factor of X,
     its columns then scaled to norm exactly 1, and B = A C⁻¹. ``tol``: the largest
     |diag X − 1| accepted before that scaling."""
-    A = _check_matrix("workload", workload, square=True, lower=True)
-    tol = check_real("tol", tol, low=0.0, high=1.0)
-    max_iter = check_int("max_iter", max_iter)
+    A = workload
     spectrum = _Spectrum(A)
     Q, r = spectrum(np.ones(A.shape[0]))
     u = 2.0 * np.log((Q * Q) @ r)                  # V = diag(G^{1/2})²: X(v) has diagonal ≈ 1
@@ -300,6 +296,7 @@ def _banded_loss(c: np.ndarray, a: np.ndarray) -> tuple[float, np.ndarray]:
     return norm2 * raw, 2.0 * c * raw + norm2 * g_raw
 
 
+@constrained(workload=LOWER_SQUARE, bands=Integer(min=1), max_iter=Integer(min=1))
 def banded_factorization(workload: object, bands: int, *, max_iter: int = 500) -> Factorization:
     """A b-banded lower-triangular Toeplitz C (``bands`` b nonzero diagonals) minimising the
     total squared error ‖A C⁻¹‖_F² at sensitivity 1 (largest column norm ‖c‖ = 1) for a Toeplitz
@@ -310,12 +307,10 @@ def banded_factorization(workload: object, bands: int, *, max_iter: int = 500) -
     by cyclic Poisson sampling (:class:`dplib.accounting.BandedMatrixMechanismEvent`); the noise
     C⁻¹z is generated by a b-term recursion (O(b·d) memory). L-BFGS on the b coefficients, started
     from the truncated square root; the gradient is analytic (:func:`_banded_loss`)."""
-    A = _check_matrix("workload", workload, square=True, lower=True)
+    A = workload
     n = A.shape[0]
-    bands = check_int("bands", bands)
     if bands > n:
         raise ValueError(f"bands must be in [1, n={n}] (the workload has n steps), got {bands}")
-    max_iter = check_int("max_iter", max_iter)
     a = _toeplitz_column(A)
     c0 = sqrt_coefficients(bands)
     if bands > 1:
@@ -330,26 +325,20 @@ def banded_factorization(workload: object, bands: int, *, max_iter: int = 500) -
     return Factorization(B, C, f"banded (b={bands})")
 
 
+@constrained(values=_VALUES, min_separation=Integer(min=1), participations=_COUNT_OR_NONE)
 def max_participation_sum(values: object, min_separation: int = 1,
                           participations: int | None = None) -> np.ndarray:
     """max Σ_{i∈π} values[…, i] over index sets π with at most ``participations`` k elements, any
     two at least ``min_separation`` b apart (k = ⌈n/b⌉ when None) — the dynamic program VecSens
     of Choquette-Choo et al. 2023 (Alg. 3): F(i, k) = max(x_i + F(i + b, k − 1), F(i + 1, k)),
     vectorised over i and over the leading axes of ``values`` (rows)."""
-    try:
-        x = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        x = np.full(1, np.nan)
-    if x.ndim not in (1, 2) or x.shape[-1] == 0 or not np.all(np.isfinite(x)):
-        raise ValueError(f"values must be a non-empty 1-D or 2-D array of finite reals, got "
-                         f"{shown(values)}"[:300])
+    x = values
     n = x.shape[-1]
-    b = check_int("min_separation", min_separation)
+    b = min_separation
     if b > n:
         raise ValueError(f"min_separation must be in [1, n={n}], got {b}")
     k_max = -(-n // b)
-    k = k_max if participations is None else min(check_int("participations", participations),
-                                                 k_max)
+    k = k_max if participations is None else min(participations, k_max)
     f = np.zeros(x.shape[:-1] + (n + b,))
     for _ in range(k):        # k rounds of the DP, each vectorised over all i
         f[..., :n] = x + f[..., b:b + n]
@@ -357,6 +346,7 @@ def max_participation_sum(values: object, min_separation: int = 1,
     return f[..., 0]
 
 
+@constrained(C=MATRIX, participations=Integer(min=1), min_separation=Integer(min=1))
 def sensitivity(C: object, *, participations: int = 1, min_separation: int = 1) -> float:
     """ℓ2 sensitivity of x ↦ Cx when one record adds a vector of norm ≤ 1 to each of at most
     ``participations`` k steps, any two at least ``min_separation`` b apart (the record zeroed out):
@@ -372,10 +362,7 @@ def sensitivity(C: object, *, participations: int = 1, min_separation: int = 1) 
       maxima of |X| (X = CᵀC) and a second maximisation over patterns (Choquette-Choo et al.
       2023, arXiv:2306.08153) — each row and the outer sum may pick different patterns, so it
       can only overestimate."""
-    C = _check_matrix("C", C)
-    k = check_int("participations", participations)
-    n = C.shape[1]
-    b = check_int("min_separation", min_separation)
+    k, n, b = participations, C.shape[1], min_separation
     if b > n:
         raise ValueError(f"min_separation must be in [1, n={n}] (C has n columns), got {b}")
     if k == 1:
@@ -388,13 +375,12 @@ def sensitivity(C: object, *, participations: int = 1, min_separation: int = 1) 
     return float(np.sqrt(max_participation_sum(rows, b, k)))
 
 
+@constrained(C=MATRIX, min_separation=Integer(min=1))
 def pattern_sensitivity(C: object, steps: object, *, min_separation: int = 1) -> float:
     """‖Σ_{i∈steps} C[:, i]‖: how far Cx moves when one record adds the same unit vector at the
     given (0-based, increasing) ``steps`` — one participation pattern; ``steps`` closer than
     ``min_separation`` apart are refused (they violate the pattern the run promised)."""
-    C = _check_matrix("C", C)
-    n = C.shape[1]
-    b = check_int("min_separation", min_separation)
+    n, b = C.shape[1], min_separation
     idx = np.asarray(steps)
     if (idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer)
             or np.any(idx < 0) or np.any(idx >= n)):
@@ -408,19 +394,20 @@ def pattern_sensitivity(C: object, steps: object, *, min_separation: int = 1) ->
     return float(np.linalg.norm(C[:, idx].sum(axis=1)))
 
 
+@constrained(factorization=FACTORIZATION)
 def decoder(factorization: Factorization) -> np.ndarray:
     """D (n×m) with D C = I: the noise step t adds is (D z)_t. Square C: D = C⁻¹; otherwise
     (the tree) D = A⁻¹B, the differences of consecutive noisy queries of A = BC."""
-    if not isinstance(factorization, Factorization):
-        raise ValueError(f"factorization must be a Factorization, got {shown(factorization)}"
-                         [:300])
     C = factorization.C
     if C.shape[0] == C.shape[1] and np.all(np.triu(C, 1) == 0):
         return linalg.solve_triangular(C, np.eye(C.shape[0]), lower=True)
-    A = _check_matrix("workload", factorization.workload, square=True, lower=True)
+    A = check_matrix("workload", factorization.workload, square=True, lower=True)
     return linalg.solve_triangular(A, factorization.B, lower=True)
 
 
+@constrained(factorization=FACTORIZATION,
+             noise_multiplier=Interval(0.0, np.inf, closed="left"),
+             participations=Integer(min=1), min_separation=Integer(min=1))
 def workload_error(factorization: Factorization, *, noise_multiplier: float = 1.0,
                    participations: int = 1, min_separation: int = 1,
                    workload: object = None) -> dict:
@@ -430,16 +417,13 @@ def workload_error(factorization: Factorization, *, noise_multiplier: float = 1.
     workload A = BC unless ``workload`` is given (a factorisation used for another workload).
     Returns {"per_step": std of each query, "rmse": √(mean per_step²), "max": max per_step,
     "sensitivity": sens} with sens = :func:`sensitivity` (C; k, b)."""
-    if not isinstance(factorization, Factorization):
-        raise ValueError(f"factorization must be a Factorization, got {shown(factorization)}"
-                         [:300])
-    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
+    sigma = noise_multiplier
     sens = sensitivity(factorization.C, participations=participations,
                        min_separation=min_separation)
     if workload is None:
         B = factorization.B
     else:
-        W = _check_matrix("workload", workload, square=True, lower=True)
+        W = check_matrix("workload", workload, square=True, lower=True)
         if W.shape[0] != factorization.n:
             raise ValueError(f"workload must be n×n with n={factorization.n}, got {W.shape}")
         B = W @ decoder(factorization)
@@ -448,16 +432,12 @@ def workload_error(factorization: Factorization, *, noise_multiplier: float = 1.
             "max": float(np.max(per_step)), "sensitivity": sens}
 
 
+@constrained(factorization=FACTORIZATION, d=Integer(min=1), rng=RNG)
 def noise_for_steps(factorization: Factorization, d: int, rng: object) -> np.ndarray:
     """The correlated noise D z (n×d) the n steps add per unit of noise std: z ~ N(0, I) (m×d)
     from ``rng`` (a numpy Generator or an integer seed), D = :func:`decoder`; Cov of column j is
     D Dᵀ. For figures and tests (the trainer streams it, :mod:`dplib.training.correlated`).
     Floating-point noise (numpy's Gaussian), not hardened against the attack of Mironov 2012."""
-    d = check_int("d", d)
-    if rng is None or not isinstance(rng, (np.random.Generator, int, np.integer)) \
-            or isinstance(rng, bool) or (not isinstance(rng, np.random.Generator) and rng < 0):
-        raise ValueError(f"rng must be a numpy Generator or an integer seed >= 0, got "
-                         f"{shown(rng)}")
-    gen = np.random.default_rng(rng)
+    gen = rng
     D = decoder(factorization)
     return D @ gen.standard_normal((D.shape[1], d))

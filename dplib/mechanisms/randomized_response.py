@@ -33,10 +33,20 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._validate import (as_generator, check_binary_array, check_int, check_positive,
-                         check_positive_array, check_probability, check_real,
-                         check_real_array)
-from .._validate import shown
+from .._constraints import Custom, Flag, Integer, Interval, RealArray, constrained
+from .._validate import check_binary_array, shown
+from ._params import EPSILON, EPSILONS, RNG
+
+#: 0/1 answers (or booleans), any shape, non-empty: handed on as int8.
+_ANSWERS = Custom(check_binary_array, "a non-empty array of 0/1 answers",
+                  [[0, 2], [], ["a", "b"], [0.5], None], family="binary")
+
+
+def _check_report(name: str, value: object) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or int(value) not in (0, 1):
+        raise ValueError(f"{name} must be 1 (yes) or 0 (no), got {shown(value)}")
+    return int(value)
 
 __all__ = [
     "rr_p_truth", "rr_epsilon", "coin_flip_p_truth", "randomized_response", "rr_estimate",
@@ -44,28 +54,29 @@ __all__ = [
 ]
 
 
+@constrained(epsilon=EPSILON)
 def rr_p_truth(epsilon: float) -> float:
     """Probability of reporting the true answer for ε-DP randomized response: e^ε / (1 + e^ε).
 
     Written as 1 / (1 + e^{-ε}) so that large ε does not overflow.
     """
-    eps = check_positive("epsilon", epsilon)
-    return float(1.0 / (1.0 + np.exp(-eps)))
+    return float(1.0 / (1.0 + np.exp(-epsilon)))
 
 
+@constrained(p_truth=Interval(0.5, 1.0))
 def rr_epsilon(p_truth: float) -> float:
     """The ε of randomized response that tells the truth with probability ``p_truth`` ∈ (1/2, 1)."""
-    p = check_real("p_truth", p_truth, low=0.5, high=1.0)
-    return float(np.log(p) - np.log1p(-p))
+    return float(np.log(p_truth) - np.log1p(-p_truth))
 
 
+@constrained(heads=Interval(0.0, 1.0, closed="neither", family="frac_open"))
 def coin_flip_p_truth(heads: float) -> float:
     """Truth probability of the coin-flip survey: heads (probability ``heads``) → true answer,
     tails → a fair random answer. P(truth) = heads + (1 - heads)/2 = (1 + heads)/2."""
-    h = check_probability("heads", heads, low_open=True, high_open=True)
-    return (1.0 + h) / 2.0
+    return (1.0 + heads) / 2.0
 
 
+@constrained(answers=_ANSWERS, epsilon=EPSILON, rng=RNG)
 def randomized_response(answers: object, epsilon: float, *,
                         rng: np.random.Generator | int) -> np.ndarray:
     """Privatise each 0/1 answer independently: keep it with probability e^ε/(1+e^ε), else flip it.
@@ -78,12 +89,12 @@ def randomized_response(answers: object, epsilon: float, *,
 
     Returns an ``int8`` array of reports with the shape of ``answers``.
     """
-    truth = check_binary_array("answers", answers)
     p = rr_p_truth(epsilon)
-    flip = as_generator(rng).random(truth.shape) >= p
-    return np.where(flip, 1 - truth, truth).astype(np.int8)
+    flip = rng.random(answers.shape) >= p
+    return np.where(flip, 1 - answers, answers).astype(np.int8)
 
 
+@constrained(reports=_ANSWERS, epsilon=EPSILON)
 def rr_estimate(reports: object, epsilon: float, *, axis: int | None = -1) -> np.ndarray | float:
     """Unbiased estimate of the true "yes" fraction from randomized-response reports.
 
@@ -92,7 +103,7 @@ def rr_estimate(reports: object, epsilon: float, *, axis: int | None = -1) -> np
     if you want a proportion: that is post-processing and costs no privacy).
     Works along ``axis`` so a (trials × n) array gives one estimate per trial.
     """
-    r = check_binary_array("reports", reports)
+    r = reports
     p = rr_p_truth(epsilon)
     if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))
                              or not -r.ndim <= int(axis) < r.ndim):
@@ -103,6 +114,8 @@ def rr_estimate(reports: object, epsilon: float, *, axis: int | None = -1) -> np
     return float(estimate) if np.ndim(estimate) == 0 else estimate
 
 
+@constrained(proportion=RealArray(0.0, 1.0, closed="both", nonempty=False),
+             n=Integer(min=1), epsilon=EPSILONS)
 def rr_estimator_variance(proportion: float | np.ndarray, n: int,
                           epsilon: float | np.ndarray) -> np.ndarray | float:
     """Exact variance of :func:`rr_estimate` for n respondents with true yes-fraction ``proportion``.
@@ -111,17 +124,17 @@ def rr_estimator_variance(proportion: float | np.ndarray, n: int,
     ≈ 1/ε² for small ε: the privacy term alone gives a standard error of about 1/(ε√n).
     Vectorised (with broadcasting) over ``proportion`` and ``epsilon``.
     """
-    pi = check_real_array("proportion", proportion, low=0.0, high=1.0, low_open=False,
-                          high_open=False)
-    n = check_int("n", n)
+    pi = proportion
     # p(1-p)/(2p-1)² = e^ε/(e^ε-1)² = e^{-ε}/(1-e^{-ε})²: no overflow for large ε, and expm1
     # keeps it accurate for small ε.
-    eps = check_positive_array("epsilon", epsilon)
+    eps = epsilon
     privacy = np.exp(-eps) / np.expm1(-eps) ** 2
     var = pi * (1 - pi) / n + privacy / n
     return float(var) if var.ndim == 0 else var
 
 
+@constrained(n=Integer(min=1), proportion=Interval(0.0, 1.0, closed="both"), epsilon=EPSILON,
+             trials=Integer(min=1), rng=RNG, sample_population=Flag())
 def rr_simulate_estimates(n: int, proportion: float, epsilon: float, trials: int, *,
                           rng: np.random.Generator | int,
                           sample_population: bool = False) -> np.ndarray:
@@ -138,14 +151,9 @@ def rr_simulate_estimates(n: int, proportion: float, epsilon: float, trials: int
       population with yes-fraction π; each report is then Bernoulli(π') with
       π' = pπ + (1-p)(1-π), so the count is Binomial(n, π') and Var is Warner's full formula.
     """
-    n = check_int("n", n)
-    pi = check_probability("proportion", proportion)
-    trials = check_int("trials", trials)
-    if not isinstance(sample_population, (bool, np.bool_)):
-        raise ValueError(f"sample_population must be True or False, got "
-                         f"{shown(sample_population)}")
+    pi = proportion
     p = rr_p_truth(epsilon)
-    gen = as_generator(rng)
+    gen = rng
     if sample_population:
         yes_reports = gen.binomial(n, p * pi + (1 - p) * (1 - pi), size=trials)
     else:
@@ -154,6 +162,9 @@ def rr_simulate_estimates(n: int, proportion: float, epsilon: float, trials: int
     return (yes_reports / n - (1.0 - p)) / np.tanh(epsilon / 2)
 
 
+@constrained(prior=RealArray(0.0, 1.0, closed="both", nonempty=False), epsilon=EPSILONS,
+             report=Custom(_check_report, "1 (yes) or 0 (no)",
+                           ["yes", None, 2, -1, True, 1.0, 0.5, "choice"], family="choice"))
 def rr_posterior(prior: float | np.ndarray, epsilon: float | np.ndarray, *,
                  report: int = 1) -> np.ndarray | float:
     """Posterior probability that a respondent's true answer is "yes", given their report.
@@ -177,11 +188,7 @@ def rr_posterior(prior: float | np.ndarray, epsilon: float | np.ndarray, *,
     epsilon : ε > 0 (finite), scalar or array — the privacy parameter of the report.
     report : 1 ("yes") or 0 ("no") — the report the attacker sees.
     """
-    pi0 = check_real_array("prior", prior, low=0.0, high=1.0, low_open=False, high_open=False)
-    eps = check_positive_array("epsilon", epsilon)
-    if isinstance(report, (bool, np.bool_)) or not isinstance(report, (int, np.integer)) \
-            or int(report) not in (0, 1):
-        raise ValueError(f"report must be 1 (yes) or 0 (no), got {shown(report)}")
+    pi0, eps = prior, epsilon
     sign = 1.0 if int(report) == 1 else -1.0
     with np.errstate(divide="ignore"):          # prior 0 or 1: log-odds -inf or +inf, exact
         log_odds = np.log(pi0) - np.log1p(-pi0) + sign * eps

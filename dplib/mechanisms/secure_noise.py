@@ -79,7 +79,9 @@ import secrets
 
 import numpy as np
 
-from .._validate import check_int, check_positive, shown
+from .._constraints import Custom, Integer, constrained
+from .._validate import check_positive, shown
+from ._params import SCALE, SENSITIVITY
 from .discrete import discrete_gaussian
 
 __all__ = ["SECURE_SIGMA_Z", "secure_grid", "secure_gaussian", "secure_add_noise",
@@ -98,40 +100,47 @@ def _torch():
     return torch
 
 
-def _check_std(std: object) -> float:
-    s = check_positive("std", std)
+def _check_std(std: object, name: str = "std") -> float:
+    s = check_positive(name, std)
     lo, hi = _STD_RANGE
     if not lo <= s <= hi:
-        raise ValueError(f"std must be in [2**-900, 2**900] (the lattice std·2**-15 and its range "
-                         f"must be normal doubles), got {shown(std)}")
+        raise ValueError(f"{name} must be in [2**-900, 2**900] (the lattice std·2**-15 and its "
+                         f"range must be normal doubles), got {shown(std)}")
     return s
 
 
+#: The noise standard deviation of the secure sampler, in [2⁻⁹⁰⁰, 2⁹⁰⁰].
+_STD = Custom(lambda name, value: _check_std(value, name), "a real number in [2**-900, 2**900]",
+              [2.0 ** -901, 2.0 ** 901, 0.0, -1.0, math.nan, math.inf, "1.0", None, True],
+              family="pos")
+
+
+@constrained(std=_STD)
 def secure_grid(std: float) -> float:
     """The lattice spacing Λ = std·2⁻¹⁵ on which :func:`secure_add_noise` releases (exact)."""
-    return _check_std(std) / SECURE_SIGMA_Z
+    return std / SECURE_SIGMA_Z
 
 
+@constrained(sensitivity=SENSITIVITY, numel=Integer(min=1), std=_STD)
 def secure_sensitivity(sensitivity: float, numel: int, std: float) -> float:
     """Δ̂ = Δ + (1 + 2⁻¹¹)·√d·Λ: the ℓ2 sensitivity of the integer vector (times Λ) that
     :func:`secure_add_noise` perturbs, for sums of ℓ2 sensitivity Δ with d = ``numel``
     coordinates (rounding to the lattice moves each coordinate by at most Λ/2 plus the float64
     division's error; see the module notes). Rounded up."""
-    d = check_positive("sensitivity", sensitivity)
-    n = check_int("numel", numel)
-    lam = secure_grid(std)
+    d, n = sensitivity, numel
+    lam = std / SECURE_SIGMA_Z
     return math.nextafter(d + (1.0 + 2.0 ** -11) * math.sqrt(n) * lam * (1.0 + 2.0 ** -50),
                           math.inf)
 
 
+@constrained(noise_multiplier=SCALE, max_grad_norm=SCALE, numel=Integer(min=1))
 def secure_noise_multiplier(noise_multiplier: float, max_grad_norm: float, numel: int) -> float:
     """The noise multiplier σ̂ = s/Δ̂ (s = σ·C, Δ̂ = :func:`secure_sensitivity` of C) to give an
     accountant for :func:`secure_add_noise` with std σ·C on a sum of d = ``numel`` coordinates
     clipped to C: slightly below σ, rounded down. See the module notes for which accountants
     this is a theorem for (sampling rate 1) and where it is an approximation (q < 1)."""
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    c = check_positive("max_grad_norm", max_grad_norm)
-    std = sigma * c
+    c = max_grad_norm
+    std = noise_multiplier * c
     return math.nextafter(std / secure_sensitivity(c, numel, std) * (1.0 - 2.0 ** -50),
                           0.0)
 
@@ -184,6 +193,8 @@ def _lattice_noise(shape: tuple, generator: object, device) -> np.ndarray:
     return k.reshape(shape)
 
 
+@constrained(shape=Custom(lambda name, value: _check_shape(value), "a tuple of integers >= 0",
+                          [-1, (2, -1), (2.5,), "3", None, True, (True,)]), std=_STD)
 def secure_gaussian(shape: tuple, *, std: float, generator: object = None,
                     dtype: object = None, device: object = "cpu"):
     """Λ·K: exact discrete Gaussian noise on the lattice Λℤ (Λ = std·2⁻¹⁵, K ~ N_Z(0, 2³⁰) per
@@ -198,8 +209,7 @@ def secure_gaussian(shape: tuple, *, std: float, generator: object = None,
     module notes; for DP-SGD use :func:`secure_add_noise`."""
     from ..device import as_device
     torch = _torch()
-    s = _check_std(std)
-    shape = _check_shape(shape)
+    s = std
     dtype = torch.float32 if dtype is None else dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating torch.dtype, got {shown(dtype)}")
@@ -218,6 +228,7 @@ def _add_one(total, k, lam: float):
     return torch.where(torch.isnan(total), total, out)
 
 
+@constrained(std=_STD)
 def secure_add_noise(total, *, std: float, generator: object = None):
     """Release ``total`` (a clipped gradient sum: a floating tensor of any shape and device, or a
     dict of them, name → tensor, as the privatizer holds it) plus Gaussian noise of standard
@@ -236,8 +247,7 @@ def secure_add_noise(total, *, std: float, generator: object = None):
             raise ValueError(f"{what} must be a floating-point torch.Tensor, got "
                              f"{type(t).__name__}"
                              + (f" of dtype {t.dtype}" if isinstance(t, torch.Tensor) else ""))
-    s = _check_std(std)
-    lam = s / SECURE_SIGMA_Z
+    lam = std / SECURE_SIGMA_Z
     if not isinstance(total, dict):
         k = torch.from_numpy(_lattice_noise(tuple(total.shape), generator, total.device))
         return _add_one(total, k, lam)

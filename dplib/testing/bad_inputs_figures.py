@@ -26,8 +26,7 @@ def figures_specs() -> list[Spec]:
     norms = {"start": np.array([0.5, 2.0, 3.0])}
     return [
         Spec("dplib.mechanisms.randomized_response.rr_posterior", lambda: RR.rr_posterior,
-             args=(0.1, 1.0), params=dict(prior="prob_array", epsilon="pos_vec",
-                                          report=[2, True, "yes", None, 1.5])),
+             args=(0.1, 1.0), params=dict(report=[2, True, "yes", None, 1.5])),
         # dplib.figures: declared parameters (dplib._constraints); params are the extras
         Spec("dplib.figures.randomized_response.probability_tree", lambda: FR.probability_tree,
              params=dict(heads=[-0.2, 1.2])),

@@ -28,7 +28,6 @@ NOT_MIGRATED = (
     "dplib.attacks",
     "dplib.deployments",
     "dplib.experiments",
-    "dplib.mechanisms",
     "dplib.reporting",
     "dplib.synthetic",
     "dplib.training",
