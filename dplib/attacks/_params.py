@@ -14,7 +14,8 @@ from .._validate import check_int, check_positive
 from ..mechanisms._params import RNG   # a numpy Generator or an integer seed >= 0
 
 __all__ = ["RNG", "SEED", "RELEASE_SEED", "CONFIDENCE", "FPR", "POSITIVE_OR_NONE",
-           "COUNT_OR_NONE"]
+           "COUNT_OR_NONE", "SAMPLE_RATE", "NOISE_MULTIPLIER", "NOISE_MULTIPLIER0", "POSITIVE",
+           "COUNT", "DELTA", "DELTA0"]
 
 #: An integer seed ≥ 0 of a tool's own randomness (an attacker's classifier, an experiment).
 SEED = Integer(min=0, family="int0")
@@ -36,3 +37,17 @@ POSITIVE_OR_NONE = Custom(lambda name, value: (None if value is None
 #: None (the default: all of them) or an integer ≥ 1.
 COUNT_OR_NONE = Custom(lambda name, value: None if value is None else check_int(name, value),
                        "None or an integer >= 1", [0, -3, 2.5, math.nan, "3", True])
+#: Poisson sampling rate q ∈ (0, 1] of the audited DP-SGD runs.
+SAMPLE_RATE = Interval(0.0, 1.0, closed="right")
+#: A noise multiplier σ > 0 (the accountant's ε is finite only for σ > 0).
+NOISE_MULTIPLIER = Interval(0.0, math.inf)
+#: A noise multiplier σ ≥ 0 (σ = 0: the non-private control run).
+NOISE_MULTIPLIER0 = Interval(0.0, math.inf, closed="left")
+#: A real > 0 (a clipping norm C, a learning rate, a canary's scale, κ).
+POSITIVE = Interval(0.0, math.inf)
+#: A count ≥ 1 (runs, steps, canaries, guesses).
+COUNT = Integer(min=1)
+#: δ ∈ (0, 1) at which an accountant's ε is stated.
+DELTA = Interval(0.0, 1.0, closed="neither")
+#: δ ∈ [0, 1) of the audited mechanism (δ = 0: pure DP).
+DELTA0 = Interval(0.0, 1.0, closed="left")

@@ -70,7 +70,12 @@ from numbers import Integral
 import numpy as np
 from scipy import special
 
-from .._validate import check_choice, check_probability, check_real, shown
+from .._constraints import Custom, Integer, Interval, Options, constrained, unconstrained
+from .._validate import shown
+from ._params import CONFIDENCE
+
+#: δ ∈ [0, 1) of the mechanism audited (δ = 0: pure DP).
+_DELTA0 = Interval(0.0, 1.0, closed="left")
 
 __all__ = ["clopper_pearson", "epsilon_lower_bound", "epsilon_lower_bound_from_counts",
            "audit_from_samples", "AuditResult", "max_certifiable_epsilon"]
@@ -79,10 +84,6 @@ __all__ = ["clopper_pearson", "epsilon_lower_bound", "epsilon_lower_bound_from_c
 # --------------------------------------------------------------------------------------------
 # input checks local to this module
 # --------------------------------------------------------------------------------------------
-
-def _check_confidence(confidence: object) -> float:
-    return check_real("confidence", confidence, low=0.0, high=1.0)
-
 
 def _int_array(name: str, value: object, *, low: int) -> np.ndarray:
     """An integer-valued scalar or array (ints, or floats that are whole numbers) ≥ ``low``."""
@@ -101,6 +102,15 @@ def _int_array(name: str, value: object, *, low: int) -> np.ndarray:
     if (arr < low).any():
         raise ValueError(f"{name} must be >= {low}, got {int(arr[arr < low].flat[0])}")
     return arr
+
+
+_BAD_COUNTS = [-1, [1, -2], 1.5, [0.5], np.nan, "3", None, True, []]
+#: Counts of successes: integers (or whole floats) ≥ 0, scalar or array.
+_SUCCESSES = Custom(lambda name, value: _int_array(name, value, low=0),
+                    "an integer (or array of integers) >= 0", _BAD_COUNTS)
+#: Numbers of trials: integers (or whole floats) ≥ 1, scalar or array.
+_TRIALS = Custom(lambda name, value: _int_array(name, value, low=1),
+                 "an integer (or array of integers) >= 1", _BAD_COUNTS + [0])
 
 
 def _out(x: np.ndarray) -> np.ndarray | float:
@@ -125,6 +135,8 @@ def _cp_upper(k: np.ndarray, n: np.ndarray, a: float) -> np.ndarray:
     return np.where(k == n, 1.0, hi)
 
 
+@constrained(k=_SUCCESSES, n=_TRIALS, confidence=CONFIDENCE,
+             alternative=Options("two-sided", "greater", "less"))
 def clopper_pearson(k: object, n: object, confidence: float = 0.95, *,
                     alternative: str = "two-sided") -> tuple:
     """Exact binomial confidence interval for a success probability (Clopper & Pearson 1934).
@@ -142,10 +154,7 @@ def clopper_pearson(k: object, n: object, confidence: float = 0.95, *,
     follow ``scipy.stats.binomtest``. Vectorised: ``k`` and ``n`` broadcast; floats are returned
     for scalar input, arrays otherwise.
     """
-    k_arr = _int_array("k", k, low=0)
-    n_arr = _int_array("n", n, low=1)
-    conf = _check_confidence(confidence)
-    check_choice("alternative", alternative, ("two-sided", "greater", "less"))
+    k_arr, n_arr, conf = k, n, confidence
     try:
         k_arr, n_arr = np.broadcast_arrays(k_arr, n_arr)
     except ValueError:
@@ -177,6 +186,8 @@ def _eps_from_bounds(tpr_lo: np.ndarray, fpr_hi: np.ndarray, delta: float) -> np
     return np.where(np.isnan(eps), 0.0, eps)
 
 
+@constrained(k_pos=_SUCCESSES, n_pos=_TRIALS, k_neg=_SUCCESSES, n_neg=_TRIALS, delta=_DELTA0,
+             confidence=CONFIDENCE)
 def epsilon_lower_bound_from_counts(k_pos: object, n_pos: object, k_neg: object, n_neg: object,
                                     *, delta: float = 0.0,
                                     confidence: float = 0.95) -> np.ndarray | float:
@@ -188,10 +199,7 @@ def epsilon_lower_bound_from_counts(k_pos: object, n_pos: object, k_neg: object,
     split (α/2 to the lower bound on TPR, α/2 to the upper bound on FPR; Jagielski et al. 2020,
     Sec. 3; Nasr et al. 2021, Sec. 4). Vectorised over broadcastable arrays of counts.
     """
-    kp, np_ = _int_array("k_pos", k_pos, low=0), _int_array("n_pos", n_pos, low=1)
-    kn, nn = _int_array("k_neg", k_neg, low=0), _int_array("n_neg", n_neg, low=1)
-    d = check_real("delta", delta, low=0.0, high=1.0, low_open=False)
-    conf = _check_confidence(confidence)
+    kp, np_, kn, nn, d, conf = k_pos, n_pos, k_neg, n_neg, delta, confidence
     try:
         kp, np_, kn, nn = np.broadcast_arrays(kp, np_, kn, nn)
     except ValueError:
@@ -222,6 +230,11 @@ def _check_trials(n: object) -> tuple[int, int]:
     return out[0], out[1]
 
 
+#: Runs per hypothesis: an integer ≥ 1, or a pair (n_pos, n_neg) of them; handed on as the pair.
+_RUNS = Custom(lambda name, value: _check_trials(value), "an integer >= 1 or a pair of them",
+               [0, -1, 2.5, (3, 0), (1, 2, 3), "3", None, True, np.nan])
+
+
 def _rate_to_count(name: str, rate: object, n: int) -> np.ndarray:
     arr = np.asarray(rate)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
@@ -240,6 +253,7 @@ def _rate_to_count(name: str, rate: object, n: int) -> np.ndarray:
     return k.astype(np.int64)
 
 
+@constrained(delta=_DELTA0, n=_RUNS, confidence=CONFIDENCE)
 def epsilon_lower_bound(tpr: object, fpr: object, *, delta: float = 0.0, n: object,
                         confidence: float = 0.95) -> np.ndarray | float:
     """One-sided Clopper–Pearson lower bound on ε from a test's TPR and FPR.
@@ -257,7 +271,7 @@ def epsilon_lower_bound(tpr: object, fpr: object, *, delta: float = 0.0, n: obje
     Vectorised over ``tpr``/``fpr`` — but the maximum over many events evaluated on the same
     runs is *not* a valid bound: choose the event on separate data (:func:`audit_from_samples`).
     """
-    n_pos, n_neg = _check_trials(n)
+    n_pos, n_neg = n
     kp = _rate_to_count("tpr", tpr, n_pos)
     kn = _rate_to_count("fpr", fpr, n_neg)
     return epsilon_lower_bound_from_counts(kp, n_pos, kn, n_neg, delta=delta,
@@ -268,6 +282,7 @@ def epsilon_lower_bound(tpr: object, fpr: object, *, delta: float = 0.0, n: obje
 # the audit from raw samples
 # --------------------------------------------------------------------------------------------
 
+@unconstrained("result record built by audit_from_samples (declared) from its counts")
 @dataclass(frozen=True)
 class AuditResult:
     """Outcome of :func:`audit_from_samples`.
@@ -290,9 +305,10 @@ class AuditResult:
     confidence: float
     delta: float
 
+    @constrained(epsilon=Interval(0.0, np.inf, closed="left"))
     def refutes(self, epsilon: float) -> bool:
         """True when the audit proves the claim "ε-DP (at this δ)" false: ε_lo > ε."""
-        return self.epsilon_lower > check_real("epsilon", epsilon, low=0.0, low_open=False)
+        return self.epsilon_lower > epsilon
 
 
 def _check_samples(name: str, value: object) -> np.ndarray:
@@ -314,6 +330,12 @@ def _check_samples(name: str, value: object) -> np.ndarray:
     return arr
 
 
+#: The statistic of each run on one side: a 1-d array of ≥ 4 real outputs, no NaN.
+_SAMPLES = Custom(_check_samples, "a 1-d array of at least 4 real outputs (one per run)",
+                  [[1.0, 2.0, 3.0], [1.0, np.nan, 2.0, 3.0], "abcd", None,
+                   np.ones((2, 4)), []])
+
+
 def _candidate_thresholds(a: np.ndarray, b: np.ndarray, max_thresholds: int) -> np.ndarray:
     pooled = np.unique(np.concatenate([a, b]))
     if pooled.size > max_thresholds:
@@ -327,6 +349,9 @@ def _tail_counts(sorted_x: np.ndarray, t: np.ndarray) -> np.ndarray:
     return sorted_x.size - np.searchsorted(sorted_x, t, side="left")
 
 
+@constrained(samples_d=_SAMPLES, samples_d_prime=_SAMPLES, delta=_DELTA0, confidence=CONFIDENCE,
+             selection_fraction=Interval(0.0, 1.0, closed="neither", family="frac_open"),
+             max_thresholds=Integer(min=2), selection_confidence=CONFIDENCE)
 def audit_from_samples(samples_d: object, samples_d_prime: object, *, delta: float = 0.0,
                        confidence: float = 0.95, selection_fraction: float = 0.5,
                        max_thresholds: int = 2000,
@@ -352,16 +377,8 @@ def audit_from_samples(samples_d: object, samples_d_prime: object, *, delta: flo
     Follows the two-phase audit of Jagielski, Ullman & Oprea (2020, Alg. 2) and Nasr et al.
     (2021, Sec. 4): threshold chosen on one set of trained models, evaluated on fresh ones.
     """
-    a = _check_samples("samples_d", samples_d)
-    b = _check_samples("samples_d_prime", samples_d_prime)
-    d = check_real("delta", delta, low=0.0, high=1.0, low_open=False)
-    conf = _check_confidence(confidence)
-    frac = check_probability("selection_fraction", selection_fraction, low_open=True,
-                             high_open=True)
-    sel_conf = check_real("selection_confidence", selection_confidence, low=0.0, high=1.0)
-    if isinstance(max_thresholds, bool) or not isinstance(max_thresholds, (Integral, np.integer)) \
-            or int(max_thresholds) < 2:
-        raise ValueError(f"max_thresholds must be an integer >= 2, got {shown(max_thresholds)}")
+    a, b, d, conf = samples_d, samples_d_prime, delta, confidence
+    frac, sel_conf = selection_fraction, selection_confidence
     sa, sb = int(round(frac * a.size)), int(round(frac * b.size))
     if not (1 <= sa < a.size and 1 <= sb < b.size):
         raise ValueError(f"selection_fraction={frac} leaves an empty selection or evaluation "
@@ -394,12 +411,13 @@ def audit_from_samples(samples_d: object, samples_d_prime: object, *, delta: flo
                        confidence=conf, delta=d)
 
 
+@constrained(n=_RUNS, delta=_DELTA0, confidence=CONFIDENCE)
 def max_certifiable_epsilon(n: int, *, delta: float = 0.0, confidence: float = 0.95) -> float:
     """Largest ε an audit with ``n`` runs per side can certify (TPR = 1, FPR = 0 observed).
 
     Equals ln((lo − δ)/hi) with lo = (α/2)^{1/n}, hi = 1 − (α/2)^{1/n} (the Clopper–Pearson
     bounds at k = n and k = 0): about ln(n / ln(2/α)) for δ = 0. Use it to size an audit.
     """
-    n_pos, n_neg = _check_trials(n)
+    n_pos, n_neg = n
     return float(epsilon_lower_bound_from_counts(n_pos, n_pos, 0, n_neg, delta=delta,
                                                  confidence=confidence))

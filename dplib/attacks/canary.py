@@ -18,13 +18,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_probability, check_real, shown
+from .._constraints import Flag, constrained, same_as, unconstrained
+from .._validate import check_real, shown
+from ._params import (CONFIDENCE, COUNT, DELTA, NOISE_MULTIPLIER0, POSITIVE, RELEASE_SEED,
+                      SAMPLE_RATE)
 from .audit_stats import AuditResult, audit_from_samples
 
 __all__ = ["canary_loss", "dpsgd_canary_runs", "dpsgd_canary_train_runs", "dpsgd_canary_audit",
            "CanaryAuditResult"]
 
 
+@unconstrained("the per-step loss of dpsgd_canary_runs and ladder_runs (declared), called with "
+               "their tensors; it refuses non-tensors in its body")
 def canary_loss(logits, targets):
     """Cross-entropy for ordinary examples (target ≥ 0); for the canary (target −1 − c) the
     crafted *linear* loss −logit_c, whose gradient does not depend on the model.
@@ -46,6 +51,7 @@ def canary_loss(logits, targets):
     return torch.where(is_canary, lin, ce).mean()
 
 
+@unconstrained("result record built by dpsgd_canary_audit (declared)")
 @dataclass(frozen=True)
 class CanaryAuditResult:
     """Outcome of :func:`dpsgd_canary_audit`: the audit on the final model and on all iterates,
@@ -76,6 +82,9 @@ def _canary_data(X, y, canary_scale: float):
     return Xz, y, xc, yc
 
 
+@constrained(runs=COUNT, steps=COUNT, sample_rate=SAMPLE_RATE, noise_multiplier=NOISE_MULTIPLIER0,
+             max_grad_norm=POSITIVE, lr=POSITIVE, with_canary=Flag(), canary_scale=POSITIVE,
+             seed=RELEASE_SEED)
 def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
                       noise_multiplier: float, max_grad_norm: float = 1.0, lr: float = 0.5,
                       with_canary: bool, canary_scale: float = 100.0,
@@ -104,21 +113,17 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
     import torch
     from torch.func import functional_call, grad, vmap
 
-    from .._validate import check_int
     from ..device import as_device
     from ..samplers import poisson_batches
     from ..training import clip_per_example, make_logistic_regression
     from ..training.engine import GaussianPrivatizer, dpsgd_loop
 
     from ..device import release_seed
-    runs = check_int("runs", runs)
-    steps = check_int("steps", steps)
     seed = release_seed(seed, bits=40)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-    c = check_real("max_grad_norm", max_grad_norm, low=0.0)
-    lr = check_real("lr", lr, low=0.0)
-    m = check_real("canary_scale", canary_scale, low=0.0)
+    q = sample_rate
+    sigma = noise_multiplier
+    c = max_grad_norm
+    m = canary_scale
     if not isinstance(with_canary, bool):
         raise ValueError(f"with_canary must be True or False, got {shown(with_canary)}")
     dev = as_device(device)
@@ -178,6 +183,9 @@ def dpsgd_canary_runs(X, y, *, runs: int, steps: int, sample_rate: float,
             "params": {nm: v.detach().cpu() for nm, v in params.items()}}
 
 
+@constrained(runs=COUNT, steps=COUNT, sample_rate=SAMPLE_RATE, noise_multiplier=NOISE_MULTIPLIER0,
+             max_grad_norm=POSITIVE, lr=POSITIVE, with_canary=Flag(), canary_scale=POSITIVE,
+             seed=RELEASE_SEED)
 def dpsgd_canary_train_runs(X, y, *, runs: int, steps: int, sample_rate: float,
                             noise_multiplier: float, max_grad_norm: float = 1.0,
                             lr: float = 0.5, with_canary: bool, canary_scale: float = 100.0,
@@ -191,16 +199,12 @@ def dpsgd_canary_train_runs(X, y, *, runs: int, steps: int, sample_rate: float,
     """
     import torch
 
-    from .._validate import check_int
     from ..device import release_seed
     from ..training import make_logistic_regression, train
 
     seed = release_seed(seed, bits=40)
-    runs = check_int("runs", runs)
-    steps = check_int("steps", steps)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    c = check_real("max_grad_norm", max_grad_norm, low=0.0)
-    lr = check_real("lr", lr, low=0.0)
+    q = sample_rate
+    c = max_grad_norm
     Xz, yy, xc, yc = _canary_data(X, y, check_real("canary_scale", canary_scale, low=0.0))
     if with_canary:
         Xz, yy = torch.cat([Xz, xc]), torch.cat([yy, yc])
@@ -225,6 +229,9 @@ def _loss_statistic(increments: np.ndarray, q: float, sigma: float, kappa: float
     return np.logaddexp(math.log1p(-q), math.log(q) + z).sum(axis=1)
 
 
+@constrained(delta=DELTA, confidence=CONFIDENCE, seed=RELEASE_SEED,
+             **same_as(dpsgd_canary_runs, "runs", "steps", "sample_rate", "noise_multiplier",
+                       "max_grad_norm", "lr"))
 def dpsgd_canary_audit(X, y, *, runs: int, steps: int, sample_rate: float,
                        noise_multiplier: float, delta: float = 1e-5,
                        max_grad_norm: float = 1.0, lr: float = 0.5, confidence: float = 0.95,
@@ -251,7 +258,7 @@ def dpsgd_canary_audit(X, y, *, runs: int, steps: int, sample_rate: float,
     from ..accounting import PLDAccountant, RDPAccountant
     from ..device import release_seed
     seed = release_seed(seed, bits=38)
-    d = check_real("delta", delta, low=0.0, high=1.0)
+    d = delta
     t0 = time.perf_counter()
     kw = dict(runs=runs, steps=steps, sample_rate=sample_rate,
               noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, lr=lr,

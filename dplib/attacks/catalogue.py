@@ -15,11 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._constraints import Integer, constrained, same_as, unconstrained
+from ._params import RNG
 from .audit_stats import AuditResult, audit_from_samples
 
 __all__ = ["MechanismAudit"]
 
 
+@unconstrained("record of one mechanism's audit, built by dplib.experiments.mechanism_audits "
+               "(its run() is declared)")
 @dataclass(frozen=True)
 class MechanismAudit:
     """One audit of a mechanism on a fixed, worst-case pair of neighbouring inputs.
@@ -39,11 +43,11 @@ class MechanismAudit:
     broken: bool = False
     note: str = ""
 
+    @constrained(n=Integer(min=4), rng=RNG, **same_as(audit_from_samples, "confidence",
+                                                        "selection_fraction"))
     def run(self, n: int, *, rng: np.random.Generator | int, confidence: float = 0.95,
             selection_fraction: float = 0.5) -> AuditResult:
         """Run the mechanism n times on each input and audit it (:func:`audit_from_samples`)."""
-        from .._validate import as_generator, check_int
-        n = check_int("n", n, low=4)
-        a, b = self.sample(n, as_generator(rng))
+        a, b = self.sample(n, rng)
         return audit_from_samples(a, b, delta=self.delta, confidence=confidence,
                                   selection_fraction=selection_fraction)

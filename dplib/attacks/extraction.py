@@ -28,14 +28,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import math
+
 import numpy as np
 
-from .._validate import as_generator, check_int, check_positive, check_real, shown
+from .._constraints import Custom, Flag, Interval, IsCallable, constrained, unconstrained
+from .._validate import check_int, check_real, shown
+from ._params import COUNT, COUNT_OR_NONE, POSITIVE, POSITIVE_OR_NONE, RNG
 
 __all__ = ["ExtractionResult", "extract_logistic_regression", "prediction_api",
            "InversionResult", "invert_model"]
 
 
+@unconstrained("result record built by extract_logistic_regression (declared)")
 @dataclass(frozen=True)
 class ExtractionResult:
     """Recovered parameters. Binary: ``weights`` [n], ``bias`` scalar. Softmax with K classes:
@@ -46,12 +51,16 @@ class ExtractionResult:
     queries: np.ndarray
     num_queries: int
 
+    @unconstrained("applies the extracted model to query points: any real array [q, n] the api "
+                   "itself would take")
     def decision(self, X) -> np.ndarray:
         """The extracted model's logits (binary: log-odds [q]; softmax: [q, K])."""
         x = np.asarray(X, dtype=np.float64)
         return x @ self.weights.T + self.bias
 
 
+@constrained(api=IsCallable("a function from a query array to probabilities"),
+             n_features=COUNT, rng=RNG, num_queries=COUNT_OR_NONE, query_scale=POSITIVE_OR_NONE)
 def extract_logistic_regression(api: Callable, n_features: int, *, rng,
                                 num_queries: int | None = None,
                                 query_scale: float | None = None) -> ExtractionResult:
@@ -66,11 +75,10 @@ def extract_logistic_regression(api: Callable, n_features: int, *, rng,
     Probabilities of exactly 0 or 1 carry no log-odds and are refused (lower ``query_scale``).
     Tramèr et al. (2016, Sec. 4.1).
     """
-    n = check_int("n_features", n_features)
+    n = n_features
     q = n + 1 if num_queries is None else check_int("num_queries", num_queries, low=n + 1)
-    scale = 1 / np.sqrt(n) if query_scale is None else check_positive("query_scale",
-                                                                       query_scale)
-    gen = as_generator(rng)
+    scale = 1 / np.sqrt(n) if query_scale is None else query_scale
+    gen = rng
     X = gen.normal(0.0, scale, size=(q, n))
     p = np.asarray(api(X), dtype=np.float64)
     if p.ndim == 2 and p.shape[1] == 1:
@@ -97,6 +105,10 @@ def extract_logistic_regression(api: Callable, n_features: int, *, rng,
                             queries=X, num_queries=q)
 
 
+@constrained(decimals=Custom(lambda name, value: (None if value is None
+                                                  else check_int(name, value, low=0)),
+                             "None or an integer >= 0", [-1, 2.5, "3", True, float("nan")]),
+             binary=Flag())
 def prediction_api(model, *, decimals: int | None = None, binary: bool = False) -> Callable:
     """A black-box prediction interface to a torch classifier: X ↦ softmax probabilities.
 
@@ -108,8 +120,6 @@ def prediction_api(model, *, decimals: int | None = None, binary: bool = False) 
 
     import torch
     m = copy.deepcopy(model).to("cpu").double().eval()
-    if decimals is not None:
-        decimals = check_int("decimals", decimals, low=0)
 
     def api(X):
         with torch.no_grad():
@@ -127,6 +137,7 @@ def prediction_api(model, *, decimals: int | None = None, binary: bool = False) 
     return api
 
 
+@unconstrained("result record built by invert_model (declared)")
 @dataclass(frozen=True)
 class InversionResult:
     """``inputs`` [k, *input_shape]: the best input found per requested label; ``costs`` [k]:
@@ -137,6 +148,8 @@ class InversionResult:
     iterations: np.ndarray
 
 
+@constrained(steps=COUNT, lr=POSITIVE, patience=COUNT,
+             gamma=Interval(0.0, 1.0, closed="both"), l2=Interval(0.0, math.inf, closed="left"))
 def invert_model(model, labels, input_shape: tuple[int, ...], *, steps: int = 500,
                  lr: float = 0.1, patience: int = 50, gamma: float = 0.0, l2: float = 0.0,
                  bounds: tuple[float, float] | None = None, device=None) -> InversionResult:
@@ -152,11 +165,6 @@ def invert_model(model, labels, input_shape: tuple[int, ...], *, steps: int = 50
     import torch
 
     from ..device import as_device
-    steps = check_int("steps", steps)
-    lr = check_positive("lr", lr)
-    patience = check_int("patience", patience)
-    gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=False, high_open=False)
-    l2 = check_real("l2", l2, low=0.0, low_open=False)
     if bounds is not None:
         lo, hi = (check_real("bounds", float(v)) for v in bounds)
         if not lo < hi:

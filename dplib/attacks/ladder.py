@@ -36,7 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_bool, check_choice, check_int, check_probability, check_real
+from .._constraints import Flag, Options, constrained, same_as, unconstrained
+from .._validate import check_choice
+from ._params import (CONFIDENCE, COUNT, DELTA, NOISE_MULTIPLIER, POSITIVE, RELEASE_SEED,
+                      SAMPLE_RATE)
 from .audit_stats import AuditResult, audit_from_samples
 
 __all__ = ["llr_statistic", "ladder_runs", "adversary_ladder", "LadderResult", "RUNGS"]
@@ -46,6 +49,7 @@ RUNGS = ("black-box final model", "white-box final model", "every update (input 
          "final model (gradient canary)", "every update (gradient canary)")
 
 
+@constrained(sample_rate=SAMPLE_RATE, noise_multiplier=NOISE_MULTIPLIER, kappa=POSITIVE)
 def llr_statistic(increments: object, *, sample_rate: float, noise_multiplier: float,
                   kappa: float = 1.0) -> np.ndarray:
     """Σ_t ln(1 − q + q·exp((2κu_t − κ²)/(2σ²))) for each row of per-step increments u_t.
@@ -68,15 +72,19 @@ def llr_statistic(increments: object, *, sample_rate: float, noise_multiplier: f
     u = u.astype(float)
     if not np.isfinite(u).all():
         raise ValueError("increments must be finite")
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    s = check_real("noise_multiplier", noise_multiplier, low=0.0)
-    k = check_real("kappa", kappa, low=0.0)
+    q = sample_rate
+    s = noise_multiplier
+    k = kappa
     z = (2 * k * u - k * k) / (2 * s * s)
     if q >= 1.0:
         return z.sum(axis=1)
     return np.logaddexp(math.log1p(-q), math.log(q) + z).sum(axis=1)
 
 
+@constrained(canary=Options("gradient", "input"), runs=COUNT, steps=COUNT,
+             sample_rate=SAMPLE_RATE, noise_multiplier=NOISE_MULTIPLIER, with_canary=Flag(),
+             max_grad_norm=POSITIVE, lr=POSITIVE, canary_scale=POSITIVE, chunk_size=COUNT,
+             seed=RELEASE_SEED)
 def ladder_runs(X, y, *, canary: str, runs: int, steps: int, sample_rate: float,
                 noise_multiplier: float, with_canary: bool, max_grad_norm: float = 1.0,
                 lr: float = 0.5, canary_scale: float = 100.0, noise_scale: float = 1.0,
@@ -109,15 +117,11 @@ def ladder_runs(X, y, *, canary: str, runs: int, steps: int, sample_rate: float,
     from .canary import canary_loss
 
     kind = check_choice("canary", canary, ("gradient", "input"))
-    runs = check_int("runs", runs)
-    steps = check_int("steps", steps)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0)
-    c = check_real("max_grad_norm", max_grad_norm, low=0.0)
-    lr = check_real("lr", lr, low=0.0)
-    m = check_real("canary_scale", canary_scale, low=0.0)
-    with_canary = check_bool("with_canary", with_canary)
-    chunk = check_int("chunk_size", chunk_size)
+    q = sample_rate
+    sigma = noise_multiplier
+    c = max_grad_norm
+    m = canary_scale
+    chunk = chunk_size
     seed = release_seed(seed, bits=40)
     privatizer = GaussianPrivatizer(sigma, c, noise_scale=noise_scale)
     dev = as_device(device)
@@ -190,6 +194,7 @@ def ladder_runs(X, y, *, canary: str, runs: int, steps: int, sample_rate: float,
     return {"increments": increments, "loss": losses, "kappa": kappa, "device": str(dev)}
 
 
+@unconstrained("result record built by adversary_ladder (declared)")
 @dataclass(frozen=True)
 class LadderResult:
     """Outcome of :func:`adversary_ladder`: one :class:`~dplib.attacks.audit_stats.AuditResult`
@@ -214,6 +219,9 @@ class LadderResult:
         return {name: self.rungs[name].epsilon_lower for name in RUNGS}
 
 
+@constrained(delta=DELTA, confidence=CONFIDENCE, seed=RELEASE_SEED,
+             **same_as(ladder_runs, "runs", "steps", "sample_rate", "noise_multiplier",
+                       "max_grad_norm", "lr", "canary_scale", "chunk_size"))
 def adversary_ladder(X, y, *, runs: int, steps: int, sample_rate: float,
                      noise_multiplier: float, delta: float = 0.01, confidence: float = 0.95,
                      max_grad_norm: float = 1.0, lr: float = 0.5, canary_scale: float = 100.0,
@@ -237,7 +245,7 @@ def adversary_ladder(X, y, *, runs: int, steps: int, sample_rate: float,
     """
     from ..accounting import PLDAccountant
     from ..device import release_seed
-    d = check_real("delta", delta, low=0.0, high=1.0)
+    d = delta
     seed = release_seed(seed, bits=38)
     t0 = time.perf_counter()
     kw = dict(runs=runs, steps=steps, sample_rate=sample_rate,

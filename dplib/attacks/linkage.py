@@ -9,23 +9,30 @@ exactly one row of a release.
 from __future__ import annotations
 
 import numpy as np
+from .._constraints import Custom, constrained
 from .._validate import shown
 
 __all__ = ["combined_key", "uniqueness_rate", "link_records"]
 
 
-def _check_columns(name: str, columns: object) -> None:
+def _check_columns(name: str, columns: object) -> list | tuple:
     """A non-empty list (or tuple) of columns; a bare string or array is not a list of columns."""
     if not isinstance(columns, (list, tuple)):
         raise ValueError(f"{name} must be a list of columns (arrays), got "
                          f"{type(columns).__name__} {shown(columns)}"[:300])
     if not columns:
         raise ValueError(f"{name} must hold at least one column, got an empty list")
+    return columns
 
 
+#: A non-empty list (or tuple) of columns (arrays); their equal length is a relation (body).
+_COLUMNS = Custom(_check_columns, "a non-empty list of columns (arrays)",
+                  [[], "abc", None, 3, {"a": [1]}])
+
+
+@constrained(columns=_COLUMNS)
 def combined_key(columns: list[np.ndarray]) -> np.ndarray:
     """One integer key per row that is equal exactly when all the given columns are equal."""
-    _check_columns("columns", columns)
     lengths = {len(c) for c in columns}
     if len(lengths) != 1:
         raise ValueError(f"columns must all have the same length, got lengths {sorted(lengths)}")
@@ -34,6 +41,7 @@ def combined_key(columns: list[np.ndarray]) -> np.ndarray:
     return key.ravel()
 
 
+@constrained(columns=_COLUMNS)
 def uniqueness_rate(columns: list[np.ndarray]) -> float:
     """Fraction of rows whose combination of ``columns`` appears exactly once."""
     key = combined_key(columns)
@@ -41,14 +49,13 @@ def uniqueness_rate(columns: list[np.ndarray]) -> float:
     return float(np.mean(counts[key] == 1))
 
 
+@constrained(release=_COLUMNS, public=_COLUMNS)
 def link_records(release: list[np.ndarray], public: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (i, j): release row i and public row j agree on every quasi-identifier and are the
     only such row in *both* tables — a confident re-identification.
 
     ``release`` and ``public`` list the same quasi-identifier columns in the same order.
     """
-    _check_columns("release", release)
-    _check_columns("public", public)
     if len(release) != len(public):
         raise ValueError(f"release and public must list the same columns, got {len(release)} and "
                          f"{len(public)} columns")

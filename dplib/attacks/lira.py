@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
-from .._validate import shown
+from .._constraints import Flag, constrained, unconstrained
 
 __all__ = ["GaussianFits", "fit_gaussians", "lira_online", "lira_offline"]
 
@@ -78,6 +78,7 @@ def _target(target_scores, n: int) -> np.ndarray:
     return t
 
 
+@unconstrained("result record built by fit_gaussians (declared)")
 @dataclass(frozen=True)
 class GaussianFits:
     """Per-example Gaussian fits of shadow scores: arrays of shape [N].
@@ -121,6 +122,7 @@ def _side(s: np.ndarray, w: np.ndarray, fixed: bool, name: str, need: bool):
     return mu, sd, n
 
 
+@constrained(fixed_variance=Flag(), need_in=Flag())
 def fit_gaussians(shadow_scores, shadow_in, *, fixed_variance: bool = False,
                   need_in: bool = True) -> GaussianFits:
     """Mean and standard deviation of every example's IN and OUT shadow scores.
@@ -130,14 +132,13 @@ def fit_gaussians(shadow_scores, shadow_in, *, fixed_variance: bool = False,
     example (see the module docstring). Refuses (``ValueError``) examples with too few IN/OUT
     shadow models instead of returning NaN scores.
     """
-    if not isinstance(fixed_variance, bool):
-        raise ValueError(f"fixed_variance must be True or False, got {shown(fixed_variance)}")
     s, m = _shadow_inputs(shadow_scores, shadow_in)
     mu_in, sd_in, n_in = _side(s, m, fixed_variance, "IN", need_in)
     mu_out, sd_out, n_out = _side(s, ~m, fixed_variance, "OUT", True)
     return GaussianFits(mu_in, sd_in, mu_out, sd_out, n_in, n_out)
 
 
+@constrained(fixed_variance=Flag())
 def lira_online(target_scores, shadow_scores, shadow_in, *,
                 fixed_variance: bool = False) -> np.ndarray:
     """Online LiRA: log N(s; μ_in, σ_in²) − log N(s; μ_out, σ_out²) per example (Carlini et al.
@@ -149,6 +150,7 @@ def lira_online(target_scores, shadow_scores, shadow_in, *,
             - stats.norm.logpdf(t, fit.mu_out, fit.sd_out))
 
 
+@constrained(fixed_variance=Flag())
 def lira_offline(target_scores, shadow_scores, shadow_in, *,
                  fixed_variance: bool = False) -> np.ndarray:
     """Offline LiRA: −log P[Z ≥ s], Z ~ N(μ_out, σ_out²), per example (Carlini et al. 2022,

@@ -28,7 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .._validate import check_choice, check_int, check_probability, check_real
+from .._constraints import Integer, Interval, Options, constrained, unconstrained
+from .._validate import check_choice, check_int
+from ._params import (CONFIDENCE, COUNT, DELTA, DELTA0, NOISE_MULTIPLIER, POSITIVE, RELEASE_SEED,
+                      SAMPLE_RATE)
 from .ladder import llr_statistic
 
 __all__ = ["one_run_p_value", "one_run_epsilon_lower_bound", "one_run_gradient_audit",
@@ -46,6 +49,8 @@ def _check_counts(m: object, r: object, v: object) -> tuple[int, int, int]:
     return m, r, v
 
 
+@constrained(m=COUNT, r=COUNT, v=Integer(min=0), epsilon=Interval(0.0, math.inf, closed="left"),
+             delta=DELTA0)
 def one_run_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) -> float:
     """P[at least v of r guesses correct] for an (ε, δ)-DP algorithm audited with m canaries
     (Steinke, Nasr & Jagielski 2023, Theorem 3.1 and its (ε, δ) form):
@@ -56,8 +61,8 @@ def one_run_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) 
     capped at 1. A small p means the algorithm is *not* (ε, δ)-DP (or the audit was unlucky).
     """
     m, r, v = _check_counts(m, r, v)
-    eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
-    d = check_real("delta", delta, low=0.0, high=1.0, low_open=False, high_open=True)
+    eps = epsilon
+    d = delta
     p_eps = 1.0 / (1.0 + math.exp(-eps))
     beta = float(stats.binom.sf(v - 1, r, p_eps))
     alpha = 0.0
@@ -67,14 +72,15 @@ def one_run_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) 
     return min(1.0, beta + alpha * d * 2 * m)
 
 
+@constrained(m=COUNT, r=COUNT, v=Integer(min=0), delta=DELTA0, confidence=CONFIDENCE)
 def one_run_epsilon_lower_bound(m: int, r: int, v: int, *, delta: float = 0.0,
                                 confidence: float = 0.95) -> float:
     """The largest ε (to 1e-6) with :func:`one_run_p_value` (m, r, v, ε, δ) < 1 − confidence:
     a lower bound on the ε of the audited algorithm at ``confidence`` (Steinke, Nasr & Jagielski
     2023, Theorem 3.1). 0 when even ε = 0 explains v correct guesses."""
     m, r, v = _check_counts(m, r, v)
-    d = check_real("delta", delta, low=0.0, high=1.0, low_open=False, high_open=True)
-    a = 1.0 - check_probability("confidence", confidence, low_open=True, high_open=True)
+    d = delta
+    a = 1.0 - confidence
     if one_run_p_value(m, r, v, 0.0, d) >= a:
         return 0.0
     lo, hi = 0.0, 1.0
@@ -88,6 +94,7 @@ def one_run_epsilon_lower_bound(m: int, r: int, v: int, *, delta: float = 0.0,
     return lo
 
 
+@unconstrained("result record built by one_run_gradient_audit (declared)")
 @dataclass(frozen=True)
 class OneRunAudit:
     """Outcome of :func:`one_run_gradient_audit`: the bound, the counts it rests on (m canaries,
@@ -108,6 +115,10 @@ class OneRunAudit:
     seed: int
 
 
+@constrained(canaries=COUNT, guesses=COUNT, steps=COUNT, sample_rate=SAMPLE_RATE,
+             noise_multiplier=NOISE_MULTIPLIER, delta=DELTA, confidence=CONFIDENCE,
+             view=Options("updates", "final"), max_grad_norm=POSITIVE, lr=POSITIVE,
+             seed=RELEASE_SEED)
 def one_run_gradient_audit(X, y, *, canaries: int, guesses: int, steps: int,
                            sample_rate: float, noise_multiplier: float, delta: float = 1e-5,
                            confidence: float = 0.95, view: str = "updates",
@@ -133,18 +144,15 @@ def one_run_gradient_audit(X, y, *, canaries: int, guesses: int, steps: int,
     from ..training import clip_per_example, make_logistic_regression
     from ..training.engine import GaussianPrivatizer, dpsgd_loop
 
-    m = check_int("canaries", canaries)
-    r = check_int("guesses", guesses)
+    m = canaries
+    r = guesses
     if r > m:
         raise ValueError(f"guesses must be <= canaries ({m}), got {r}")
-    steps = check_int("steps", steps)
-    q = check_probability("sample_rate", sample_rate, low_open=True)
-    sigma = check_real("noise_multiplier", noise_multiplier, low=0.0)
-    d_ = check_real("delta", delta, low=0.0, high=1.0)
-    check_probability("confidence", confidence, low_open=True, high_open=True)
+    q = sample_rate
+    sigma = noise_multiplier
+    d_ = delta
     check_choice("view", view, ("updates", "final"))
-    c = check_real("max_grad_norm", max_grad_norm, low=0.0)
-    lr = check_real("lr", lr, low=0.0)
+    c = max_grad_norm
     seed = release_seed(seed, bits=40)
     privatizer = GaussianPrivatizer(sigma, c, noise_scale=noise_scale)
     dev = as_device(device)

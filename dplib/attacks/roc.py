@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._constraints import constrained
-from .._validate import as_generator, check_probability, check_real, check_real_array, shown
+from .._constraints import Custom, Flag, Interval, RealArray, constrained, unconstrained
+from .._validate import check_probability, shown
 from ..accounting._params import DELTA0
 from ._params import CONFIDENCE, RNG
 from .audit_stats import clopper_pearson
@@ -29,6 +29,8 @@ __all__ = ["roc_curve", "roc_auc", "tpr_at_fpr", "operating_point", "attack_summ
            "population_epsilon_lower_bound"]
 
 
+@unconstrained("a validator: raising ValueError on bad labels is all it does (used by the "
+               "declared functions of this module and dplib.experiments.attacks)")
 def check_membership_labels(labels, *, name: str = "labels") -> np.ndarray:
     """A 1-D array of 0/1 membership labels containing both classes, as bool."""
     arr = np.asarray(labels)
@@ -44,6 +46,8 @@ def check_membership_labels(labels, *, name: str = "labels") -> np.ndarray:
     return arr
 
 
+@unconstrained("a validator: raising ValueError on bad scores is all it does; the number of "
+               "scores is a relation with the labels (n)")
 def check_scores(scores, n: int | None = None, *, name: str = "scores") -> np.ndarray:
     """A 1-D float array of scores without NaN (±inf allowed: a certain decision)."""
     if hasattr(scores, "detach"):
@@ -63,6 +67,24 @@ def check_scores(scores, n: int | None = None, *, name: str = "scores") -> np.nd
     return arr
 
 
+#: Membership labels: a non-empty 1-D array of 0/1 (or booleans) with both classes, as bool.
+_LABELS = Custom(lambda name, value: check_membership_labels(value, name=name),
+                "a non-empty 1-D array of 0/1 with both members and non-members",
+                [[], [1, 1], [0, 0], [0, 2], [[0, 1]], ["a", "b"], None, [0.5, 1]],
+                family="binary")
+#: An FPR (or array of them) in [0, 1].
+_FPRS = RealArray(0.0, 1.0, closed="both", nonempty=False, family="prob_array")
+
+
+def _check_fprs(name: str, value: object) -> tuple:
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise ValueError(f"{name} must be a list of rates in [0, 1], got {shown(value)}") from None
+    return tuple(check_probability(name, a) for a in items)
+
+
+@constrained(labels=_LABELS)
 def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """ROC curve ``(fpr, tpr, thresholds)`` of the rule "member iff score >= threshold".
 
@@ -70,7 +92,7 @@ def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ``k`` counts the examples with score ``>= thresholds[k]``. Equal to scikit-learn's
     ``roc_curve(labels, scores, drop_intermediate=False)``. O(n log n), no loop over examples.
     """
-    y = check_membership_labels(labels)
+    y = labels
     s = check_scores(scores, y.size)
     order = np.argsort(-s, kind="mergesort")
     s_sorted, y_sorted = s[order], y[order]
@@ -84,6 +106,7 @@ def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return fpr, tpr, thresholds
 
 
+@constrained(labels=_LABELS)
 def roc_auc(scores, labels) -> float:
     """Area under the ROC curve by the trapezoidal rule (ties count one half).
 
@@ -94,6 +117,7 @@ def roc_auc(scores, labels) -> float:
     return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
 
 
+@constrained(labels=_LABELS, fpr=_FPRS)
 def tpr_at_fpr(scores, labels, fpr) -> float | np.ndarray:
     """The largest TPR among ROC points whose FPR is at most ``fpr`` (no interpolation).
 
@@ -102,13 +126,14 @@ def tpr_at_fpr(scores, labels, fpr) -> float | np.ndarray:
     can only be met by accusing no non-member at all, so quote TPR@0.1% only when ``m`` is well
     above 1000. ``fpr`` may be an array (the result has its shape).
     """
-    target = check_real_array("fpr", fpr, low=0.0, high=1.0, low_open=False, high_open=False)
+    target = fpr
     f, t, _ = roc_curve(scores, labels)
     idx = np.searchsorted(f, target, side="right") - 1     # f is non-decreasing, f[0] = 0
     out = t[idx]
     return float(out) if out.ndim == 0 else out
 
 
+@constrained(labels=_LABELS, fpr=Interval(0.0, 1.0, closed="both"), confidence=CONFIDENCE)
 def operating_point(scores, labels, fpr: float, *, confidence: float = 0.95) -> dict:
     """The ROC point of :func:`tpr_at_fpr` with its counts and exact binomial intervals.
 
@@ -127,10 +152,8 @@ def operating_point(scores, labels, fpr: float, *, confidence: float = 0.95) -> 
     and a rate resting on a handful of counts is uncertain by a factor of several (Carlini et
     al. 2022, Sec. III, on reporting TPR at low FPR).
     """
-    y = check_membership_labels(labels)
+    y, target, conf = labels, fpr, confidence
     s = check_scores(scores, y.size)
-    target = check_probability("fpr", fpr)
-    conf = check_real("confidence", confidence, low=0.0, high=1.0)
     f, t, thr = roc_curve(s, y)
     idx = int(np.searchsorted(f, target, side="right") - 1)
     n_pos, n_neg = int(y.sum()), int((~y).sum())
@@ -142,6 +165,9 @@ def operating_point(scores, labels, fpr: float, *, confidence: float = 0.95) -> 
             "confidence": conf}
 
 
+@constrained(labels=_LABELS,
+             fprs=Custom(_check_fprs, "a list of rates in [0, 1]",
+                         [0.1, [1.5], [-0.1], [np.nan], ["0.1"], None]))
 def attack_summary(scores, labels, fprs=(1e-3, 1e-2)) -> dict:
     """AUC, TPR at each FPR in ``fprs``, the membership advantage ``max(TPR - FPR)`` (Yeom et
     al. 2018, Def. 4) and the best balanced accuracy ``(1 + advantage)/2``.
@@ -149,17 +175,18 @@ def attack_summary(scores, labels, fprs=(1e-3, 1e-2)) -> dict:
     Keys: ``"auc"``, ``"advantage"``, ``"accuracy"``, ``"tpr@<fpr>"`` (e.g. ``"tpr@0.001"``),
     ``"members"``, ``"non_members"``.
     """
-    y = check_membership_labels(labels)
+    y = labels
     f, t, _ = roc_curve(scores, y)
     adv = float(np.max(t - f))
     out = {"auc": float(np.sum(np.diff(f) * (t[1:] + t[:-1]) / 2)), "advantage": adv,
            "accuracy": (1 + adv) / 2, "members": int(y.sum()), "non_members": int((~y).sum())}
     for a in fprs:
-        out[f"tpr@{a:g}"] = float(t[np.searchsorted(f, check_probability("fprs", a),
-                                                    side="right") - 1])
+        out[f"tpr@{a:g}"] = float(t[np.searchsorted(f, a, side="right") - 1])
     return out
 
 
+@constrained(fpr=_FPRS, epsilon=Interval(0.0, np.inf, closed="both"),
+             delta=DELTA0)
 def dp_tpr_bound(fpr, epsilon: float, delta: float = 0.0) -> np.ndarray | float:
     """The largest TPR any test can reach at a given FPR against an (ε, δ)-DP mechanism.
 
@@ -178,14 +205,7 @@ def dp_tpr_bound(fpr, epsilon: float, delta: float = 0.0) -> np.ndarray | float:
     random-halves game of Carlini et al. 2022). Averaging over a random rest of the training
     set keeps the bound (both inequalities are linear in (FPR, TPR)).
     """
-    f = np.asarray(fpr, dtype=float)
-    if np.isnan(f).any() or (f < 0).any() or (f > 1).any():
-        raise ValueError(f"fpr must be in [0, 1], got {shown(fpr)}")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating,
-                                                             np.integer)) or \
-            np.isnan(epsilon) or epsilon < 0:
-        raise ValueError(f"epsilon must be in [0, inf], got {shown(epsilon)}")
-    d = check_probability("delta", delta, high_open=True)
+    f, d = fpr, delta
     if np.isinf(epsilon):
         out = np.ones_like(f)
     else:
@@ -194,6 +214,7 @@ def dp_tpr_bound(fpr, epsilon: float, delta: float = 0.0) -> np.ndarray | float:
     return float(out) if out.ndim == 0 else out
 
 
+@constrained(labels=_LABELS, log=Flag(), diagonal=Flag())
 def plot_roc(ax, scores, labels, *, label: str | None = None, log: bool = True,
              diagonal: bool = True, **plot_kwargs):
     """Draw the ROC curve on ``ax`` (log-log by default) and return the line.
@@ -203,7 +224,7 @@ def plot_roc(ax, scores, labels, *, label: str | None = None, log: bool = True,
     smallest FPR these data can resolve (the smallest over repeated calls on the same axes).
     ``diagonal=True`` adds the chance line TPR = FPR once per axes.
     """
-    y = check_membership_labels(labels)
+    y = labels
     f, t, _ = roc_curve(scores, y)
     floor = min(1.0 / (~y).sum(), getattr(ax, "_dpbook_floor", 1.0))
     ax._dpbook_floor = floor
@@ -225,7 +246,7 @@ def plot_roc(ax, scores, labels, *, label: str | None = None, log: bool = True,
     return line
 
 
-@constrained(delta=DELTA0, confidence=CONFIDENCE, rng=RNG)
+@constrained(membership=_LABELS, delta=DELTA0, confidence=CONFIDENCE, rng=RNG)
 def population_epsilon_lower_bound(scores, membership, *, delta: float = 0.0,
                                    confidence: float = 0.95, rng):
     """ε lower bound from pooled (target, example) membership trials via
@@ -238,8 +259,7 @@ def population_epsilon_lower_bound(scores, membership, *, delta: float = 0.0,
     is optimistic. Returns the :class:`~dplib.attacks.audit_stats.AuditResult`.
     """
     from .audit_stats import audit_from_samples
-    lab = check_membership_labels(membership, name="membership")
+    lab, gen = membership, rng
     s = check_scores(scores, lab.size)
-    gen = as_generator(rng)
     return audit_from_samples(gen.permutation(s[lab]), gen.permutation(s[~lab]), delta=delta,
                               confidence=confidence)

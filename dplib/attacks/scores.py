@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import logsumexp
+from .._constraints import Options, constrained, unconstrained
 from .._validate import shown
 
 __all__ = ["loss_scores", "confidence_scores", "logit_scaled_confidence", "score_examples",
@@ -73,6 +74,8 @@ def _true_logit(z: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.take_along_axis(z, y[..., None], axis=-1)[..., 0]
 
 
+@unconstrained("logits and labels are one relation, checked together in the body: labels index "
+               "the logits' classes and broadcast to their leading shape")
 def loss_scores(logits, labels) -> np.ndarray:
     """Cross-entropy loss ``-log softmax(z)_y`` per example (Yeom et al. 2018, Sec. 3.2).
 
@@ -82,11 +85,15 @@ def loss_scores(logits, labels) -> np.ndarray:
     return logsumexp(z, axis=-1) - _true_logit(z, y)
 
 
+@unconstrained("logits and labels are one relation, checked together in the body: labels index "
+               "the logits' classes and broadcast to their leading shape")
 def confidence_scores(logits, labels) -> np.ndarray:
     """The softmax probability of the true label, ``p_y = exp(z_y - logsumexp z)``."""
     return np.exp(-loss_scores(logits, labels))
 
 
+@unconstrained("logits and labels are one relation, checked together in the body: labels index "
+               "the logits' classes and broadcast to their leading shape")
 def logit_scaled_confidence(logits, labels) -> np.ndarray:
     """``log(p_y / (1 - p_y)) = z_y - logsumexp_{j != y} z_j`` (Carlini et al. 2022, Sec. IV-B).
 
@@ -105,13 +112,12 @@ SCORES = {"loss": (loss_scores, -1.0), "confidence": (confidence_scores, 1.0),
           "logit": (logit_scaled_confidence, 1.0)}
 
 
+@constrained(kind=Options(*SCORES))
 def score_examples(logits, labels, kind: str = "logit") -> np.ndarray:
     """Membership score with the convention *larger means more likely a member*.
 
     ``kind`` is ``"loss"`` (returns ``-loss``), ``"confidence"`` or ``"logit"`` (the
     logit-scaled confidence, the default, which LiRA uses).
     """
-    if kind not in SCORES:
-        raise ValueError(f"kind must be one of {list(SCORES)}, got {shown(kind)}")
     fn, sign = SCORES[kind]
     return sign * fn(logits, labels)

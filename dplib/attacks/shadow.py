@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int, check_probability
+from .._constraints import Integer, Interval, Options, constrained, unconstrained
+from ._params import COUNT, RNG, SEED
 from ..training.batched import check_masks
 
 __all__ = ["membership_masks", "ShadowModelAttack"]
@@ -33,6 +34,9 @@ __all__ = ["membership_masks", "ShadowModelAttack"]
 # who is in which model's training set
 # ---------------------------------------------------------------------------------------------
 
+@constrained(n_models=COUNT, n_examples=Integer(min=2), rng=RNG,
+             fraction=Interval(0.0, 1.0, closed="neither", family="frac_open"),
+             design=Options("fixed", "balanced"))
 def membership_masks(n_models: int, n_examples: int, *, rng, fraction: float = 0.5,
                      design: str = "fixed") -> np.ndarray:
     """Boolean matrix ``[n_models, n_examples]``: entry (m, i) says example i trains model m.
@@ -43,11 +47,7 @@ def membership_masks(n_models: int, n_examples: int, *, rng, fraction: float = 0
       (the design of Carlini et al.'s reference code: argsort of uniform keys per example);
       training-set sizes then vary around ``fraction · n_examples``.
     """
-    m = check_int("n_models", n_models)
-    n = check_int("n_examples", n_examples, low=2)
-    frac = check_probability("fraction", fraction, low_open=True, high_open=True)
-    check_choice("design", design, ("fixed", "balanced"))
-    gen = as_generator(rng)
+    m, n, frac, gen = n_models, n_examples, fraction, rng
     if design == "fixed":
         k = int(round(frac * n))
         if not 1 <= k < n:
@@ -91,12 +91,11 @@ class ShadowModelAttack:
     paper's attack models) or ``"logistic"``. Features are standardised per class.
     """
 
+    @constrained(classifier=Options("mlp", "logistic"), hidden=COUNT, max_iter=COUNT, seed=SEED)
     def __init__(self, *, classifier: str = "mlp", hidden: int = 32, max_iter: int = 300,
                  seed: int = 0):
-        self.classifier = check_choice("classifier", classifier, ("mlp", "logistic"))
-        self.hidden = check_int("hidden", hidden)
-        self.max_iter = check_int("max_iter", max_iter)
-        self.seed = check_int("seed", seed, low=0)
+        self.classifier, self.hidden, self.max_iter, self.seed = (classifier, hidden, max_iter,
+                                                                  seed)
         self.models_: dict = {}
 
     def _new(self):
@@ -111,6 +110,8 @@ class ShadowModelAttack:
             clf = LogisticRegression(max_iter=self.max_iter)
         return make_pipeline(StandardScaler(), clf)
 
+    @unconstrained("shadow_logits, labels and shadow_masks are one relation ([S, N, C], [N], "
+                   "[S, N]), checked together in the body")
     def fit(self, shadow_logits, labels, shadow_masks) -> "ShadowModelAttack":
         """``shadow_logits`` [S, N, C]: S shadow models on N labelled examples; ``labels`` [N];
         ``shadow_masks`` [S, N]: True where the example trained that shadow model."""
@@ -145,6 +146,8 @@ class ShadowModelAttack:
             self.models_[k] = clf
         return self
 
+    @unconstrained("target_logits and labels are checked in the body against the classes the "
+                   "attack was fitted on (a relation with fit's data)")
     def score(self, target_logits, labels) -> np.ndarray:
         """Probability of "member" per example: shape [N] (or [T, N] for [T, N, C] logits)."""
         if not self.models_:

@@ -24,11 +24,15 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int, shown
+from .._constraints import Integer, IsCallable, Options, constrained, same_as, unconstrained
+from .._validate import shown
+from ._params import COUNT, COUNT_OR_NONE, RNG
+from .roc import attack_summary
 
 __all__ = ["UserAuditResult", "user_membership_audit", "user_scores"]
 
 
+@unconstrained("result record built by user_membership_audit (declared)")
 @dataclass(frozen=True)
 class UserAuditResult:
     """Outcome of :func:`user_membership_audit`. ``scores``/``lira_scores``/``membership``:
@@ -53,13 +57,14 @@ class UserAuditResult:
     group_epsilon: float | None
 
 
+@constrained(n_users=COUNT)
 def user_scores(record_scores: object, user_index: object, n_users: int) -> np.ndarray:
     """The mean of ``record_scores`` [..., R] over each user's records: ``user_index`` [R] gives
     each record's user in [0, ``n_users``); returns [..., n_users] (NaN for a user without
     records). Vectorised (one matrix product with the records-to-users incidence)."""
     s = np.asarray(record_scores, dtype=np.float64)
     idx = np.asarray(user_index)
-    m = check_int("n_users", n_users)
+    m = n_users
     if idx.ndim != 1 or s.shape[-1:] != idx.shape or not np.issubdtype(idx.dtype, np.integer) \
             or (idx.size and (idx.min() < 0 or idx.max() >= m)):
         raise ValueError(f"user_index must hold one user in [0, {m}) per score (last axis of "
@@ -71,6 +76,10 @@ def user_scores(record_scores: object, user_index: object, n_users: int) -> np.n
         return (s @ onehot) / counts
 
 
+@constrained(target_users=COUNT, models=Integer(min=4),
+             model_fn=IsCallable("a function from an index to a freshly initialised model"),
+             rng=RNG, privacy_unit=Options("user", "record"), records_per_user=COUNT_OR_NONE,
+             score=Options("logit", "loss", "confidence"), **same_as(attack_summary, "fprs"))
 def user_membership_audit(X: object, y: object, user_ids: object, *, target_users: int,
                           models: int, model_fn: Callable[[int], object], rng,
                           privacy_unit: str = "user", records_per_user: int | None = None,
@@ -96,12 +105,10 @@ def user_membership_audit(X: object, y: object, user_ids: object, *, target_user
     from ..accounting import group_privacy
     from ..training.user_level import group_epsilon as best_group_epsilon
     from .lira import lira_offline
-    from .roc import attack_summary, population_epsilon_lower_bound
+    from .roc import population_epsilon_lower_bound
     from .scores import score_examples
 
-    check_choice("privacy_unit", privacy_unit, ("user", "record"))
-    check_choice("score", score, ("logit", "loss", "confidence"))
-    n_models = check_int("models", models, low=4)
+    n_models = models
     if n_models % 2:
         raise ValueError(f"models must be even (each target user is in exactly half), got "
                          f"{n_models}")
@@ -111,10 +118,10 @@ def user_membership_audit(X: object, y: object, user_ids: object, *, target_user
         raise ValueError(f"X and y must hold the same positive number of records, got "
                          f"{tuple(xs.shape)} and {tuple(ys.shape)}")
     ids = check_user_ids(user_ids, xs.shape[0])
-    gen = as_generator(rng)
+    gen = rng
     kept = cap_records(ids, records_per_user, rng=gen)
     users = np.unique(ids[kept])
-    t = check_int("target_users", target_users)
+    t = target_users
     if t > users.size:
         raise ValueError(f"target_users must be at most the number of users ({users.size}), "
                          f"got {t}")

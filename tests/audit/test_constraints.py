@@ -25,7 +25,6 @@ from dplib.testing._sweep import declared_bad_values, public_callables
 #: One per line: a package leaves this list once every public callable of it declares its
 #: parameters (``@constrained``) or says why it has none (``@unconstrained(reason)``).
 NOT_MIGRATED = (
-    "dplib.attacks",
     "dplib.deployments",
     "dplib.experiments",
     "dplib.reporting",
