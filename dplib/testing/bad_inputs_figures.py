@@ -109,6 +109,6 @@ def figures_specs_more() -> list[Spec]:
         Spec("dplib.attacks.roc.operating_point", lambda: AR.operating_point,
              args=([0.9, 0.1, 0.8, 0.3], [1, 0, 1, 0], 0.25),
              params=dict(scores=[[NAN, 0.1, 0.8, 0.3], [0.1], "abc", None],
-                         labels=[[1, 0, 2, 0], "abc", None], fpr="prob",
+                         labels=[[1, 0, 2, 0], "abc", None],
                          confidence=[-0.1, 1.5, NAN, "0.9", None])),
     ]
