@@ -23,6 +23,10 @@ probability q (``sample_rate``), the sum of contributions clipped to norm C gets
 * :mod:`.zcdp` — zero-concentrated DP (Bun & Steinke 2016): the Gaussian's ρ, composition,
   the tight conversion to (ε, δ) (Canonne, Kamath & Steinke 2020, Cor. 13), its inverse, and
   :class:`ZCDPAccountant` (registry name "zcdp"); :class:`ZCDPEvent` is a ρ-zCDP mechanism.
+* :mod:`.els` — user-level accounting of DP-SGD with example-level sampling (records
+  Poisson-sampled, one user with k records added or removed): the mixture-of-Gaussians PLD of
+  Ganesh 2024 and Charles et al. 2024, :class:`ExampleLevelUserEvent`, :class:`ELSAccountant`
+  (registry name "els"), :func:`els_user_epsilon`.
 * :mod:`.gdp` — Gaussian DP and its CLT approximation for DP-SGD (labelled as approximate).
 * :mod:`.subsampling` — amplification by subsampling (Balle, Barthe & Gaboardi 2018) and the RDP
   of sampling without replacement under replace-one adjacency (Wang, Balle & Kasiviswanathan 2019);
@@ -37,6 +41,7 @@ from .composition import (advanced_composition, basic_composition, group_privacy
                           optimal_composition_delta, optimal_composition_epsilon)
 from .gdp import clt_mu, gdp_epsilon
 from .pld import PLDAccountant, compose, subsampled_gaussian_pld
+from .els import ELSAccountant, ExampleLevelUserEvent, els_user_epsilon
 from .events import (BandedMatrixMechanismEvent, ComposedEvent, DpEvent, EquivalentEvent,
                      GaussianEvent, LaplaceEvent, MatrixMechanismEvent, PoissonSampledEvent,
                      RDPCurveEvent, SampledWithoutReplacementEvent, SelfComposedEvent, ZCDPEvent,
@@ -63,5 +68,6 @@ __all__ = [
     "dpsgd_event", "laplace_rdp", "make_accountant", "register_accountant", "accountant_names",
     "wor_gaussian_pld", "wor_gaussian_epsilon", "check_delta", "check_orders",
     "ZCDPEvent", "ZCDPAccountant", "gaussian_rho", "pure_dp_rho", "compose_rho", "zcdp_delta",
-    "zcdp_epsilon", "rho_for_epsilon",
+    "zcdp_epsilon", "rho_for_epsilon", "ELSAccountant", "ExampleLevelUserEvent",
+    "els_user_epsilon",
 ]
