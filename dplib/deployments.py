@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from ._constraints import unconstrained
 from .accounting.zcdp import rho_for_epsilon, zcdp_epsilon
 from .mechanisms.count_mean_sketch import cms_flip_probability
 
@@ -26,6 +27,7 @@ __all__ = ["GeographicLevel", "CensusDeployment", "census_2020", "GboardDeployme
            "gboard_2023", "AppleUseCase", "AppleDeployment", "apple_cms"]
 
 
+@unconstrained("record of published parameters, built by census_2020() from the cited sources")
 @dataclass(frozen=True)
 class GeographicLevel:
     """One geographic level of the TopDown algorithm: its ``share`` of the persons file's ρ
@@ -36,6 +38,7 @@ class GeographicLevel:
     rho: float
 
 
+@unconstrained("record of published parameters, built by census_2020() from the cited sources")
 @dataclass(frozen=True)
 class CensusDeployment:
     """The 2020 Census redistricting data product (P.L. 94-171 Summary File), as produced.
@@ -141,6 +144,7 @@ def census_2020() -> CensusDeployment:
     )
 
 
+@unconstrained("record of published parameters, built by gboard_2023() from the cited sources")
 @dataclass(frozen=True)
 class GboardDeployment:
     """Gboard's next-word-prediction language models trained with DP-FTRL (Xu et al. 2023).
@@ -201,6 +205,7 @@ def gboard_2023() -> GboardDeployment:
     )
 
 
+@unconstrained("record of published parameters, built by apple_cms() from the cited sources")
 @dataclass(frozen=True)
 class AppleUseCase:
     """One use case of Apple's local DP: ε of one donation (a privatised report), the donations
@@ -213,6 +218,7 @@ class AppleUseCase:
     sketch_columns: int | None = None
 
 
+@unconstrained("record of published parameters, built by apple_cms() from the cited sources")
 @dataclass(frozen=True)
 class AppleDeployment:
     """Apple's local differential privacy (Apple 2017).
@@ -235,6 +241,8 @@ class AppleDeployment:
     sources: tuple
     not_found: tuple
 
+    @unconstrained("looks name up among this record's own use cases (the allowed names depend "
+                   "on the record); an unknown name is refused with ValueError listing them")
     def use_case(self, name: str) -> AppleUseCase:
         """The use case called ``name`` ("emoji", "QuickType", "Health types")."""
         for u in self.use_cases:

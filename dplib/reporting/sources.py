@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 
+from .._constraints import unconstrained
 from .._validate import check_choice, check_int, shown
 from ..accounting import (Accountant, DpEvent, accountant_names, check_delta, dpsgd_event,
                           group_privacy, make_accountant)
@@ -19,6 +20,8 @@ _FACTS = ("delta", "accountant", "neighboring", "privacy_unit", "records_per_use
           "mechanism")
 
 
+@unconstrained("dispatches on the type of result_or_event; its public facts arrive as "
+               "**public_facts and are each checked in the body against what the run records")
 def privacy_report(result_or_event: object, **public_facts: object) -> PrivacyReport:
     """The privacy statement of a private result, an accountant or an event.
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_choice, check_positive
+from .._constraints import Options, constrained, unconstrained
 from ..accounting import RDPCurveEvent
+from ..accounting._params import POSITIVE
 
 __all__ = ["PrivacyReport", "PureDPEvent", "PRIVACY_UNITS", "BATCHES", "PURE_MECHANISMS"]
 
@@ -20,6 +21,7 @@ PURE_MECHANISMS = ("randomized_response", "exponential", "report_noisy_max")
 
 
 @dataclass(frozen=True)
+@constrained(epsilon=POSITIVE, mechanism=Options(*PURE_MECHANISMS))
 class PureDPEvent(RDPCurveEvent):
     """A one-shot pure ε-DP mechanism (δ = 0) whose ε its own theorem states: randomized
     response (Warner 1965; ε = ln(p/(1 − p)), Dwork & Roth 2014, Sec. 3.2), the exponential
@@ -31,19 +33,17 @@ class PureDPEvent(RDPCurveEvent):
     epsilon: float
     mechanism: str = "randomized_response"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
-        check_choice("mechanism", self.mechanism, PURE_MECHANISMS)
-
     @property
     def rho(self) -> float:
         """ρ = ε²/2 (Bun & Steinke 2016, Prop. 3.3)."""
         return self.epsilon ** 2 / 2.0
 
+    @unconstrained("the curve the Rényi accountant asks for at its checked orders")
     def rdp(self, orders: np.ndarray, neighboring: str) -> np.ndarray:
         return np.minimum(self.epsilon, np.asarray(orders, dtype=float) * self.rho)
 
 
+@unconstrained("result record built by privacy_report from a run")
 @dataclass(frozen=True)
 class PrivacyReport:
     """A complete privacy statement (Ponomareva et al. 2023, Sec. 5), every field filled by

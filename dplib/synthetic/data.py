@@ -19,7 +19,10 @@ from itertools import combinations
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_probability, shown
+from .._common_params import RNG
+from .._constraints import Custom, Interval, constrained, unconstrained
+from .._validate import as_generator, shown
+from ..accounting._params import COUNT
 from ..device import release_seed
 
 __all__ = ["TabularData", "load_adult_like", "all_marginals", "check_tabular", "check_workload",
@@ -30,6 +33,8 @@ __all__ = ["TabularData", "load_adult_like", "all_marginals", "check_tabular", "
 ADULT_LIKE_SEED = 1994
 
 
+@unconstrained("its fields are checked together in __post_init__: one column name, size and "
+               "label list per column of records (relations between the fields)")
 @dataclass(frozen=True, eq=False)
 class TabularData:
     """Integer-coded categorical records: ``records[i, j]`` ∈ {0, …, sizes[j] − 1}.
@@ -78,12 +83,15 @@ class TabularData:
         """Number of cells of the full domain, prod(sizes)."""
         return int(np.prod(self.sizes, dtype=np.float64))
 
+    @unconstrained("looks column up among this table's own columns; an unknown one is refused "
+                   "with ValueError listing them")
     def index(self, column: str) -> int:
         """Position of ``column``."""
         if column not in self.columns:
             raise ValueError(f"column must be one of {list(self.columns)}, got {shown(column)}")
         return self.columns.index(column)
 
+    @unconstrained("columns are checked by check_workload against this table's own columns")
     def marginal(self, columns: tuple[str, ...] | list[str]) -> np.ndarray:
         """Counts of every combination of the values of ``columns`` (a float array of shape
         ``[sizes of columns]``), by one ``bincount`` over the raveled cell index."""
@@ -93,11 +101,14 @@ class TabularData:
         flat = np.ravel_multi_index(tuple(self.records[:, i] for i in idx), shape)
         return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(float)
 
+    @unconstrained("builds a TabularData, whose __post_init__ checks the records against the "
+                   "columns")
     def with_records(self, records: np.ndarray) -> "TabularData":
         """The same columns with other records (e.g. synthetic ones)."""
         return TabularData(np.asarray(records), self.columns, self.sizes, self.labels,
                            self.target)
 
+    @unconstrained("columns are checked by check_workload against this table's own columns")
     def select(self, columns: tuple[str, ...] | list[str]) -> "TabularData":
         """Only ``columns`` (in that order); the target is kept if selected."""
         cols = check_workload(self, [tuple(columns)])[0]
@@ -106,11 +117,13 @@ class TabularData:
                            tuple(self.labels[i] for i in idx),
                            self.target if self.target in cols else None)
 
+    @constrained(test_fraction=Interval(0.0, 1.0, closed="neither", family="frac_open"),
+                 rng=RNG)
     def split(self, test_fraction: float = 0.25, *, rng: np.random.Generator | int
               ) -> tuple["TabularData", "TabularData"]:
         """A random (train, test) split; ``test_fraction`` of the records go to test."""
-        frac = check_probability("test_fraction", test_fraction, low_open=True, high_open=True)
-        perm = as_generator(rng).permutation(self.n)
+        frac = test_fraction
+        perm = rng.permutation(self.n)
         k = int(round(frac * self.n))
         if not 1 <= k < self.n:
             raise ValueError(f"test_fraction={frac} leaves an empty train or test part of "
@@ -118,6 +131,8 @@ class TabularData:
         return self.with_records(self.records[perm[k:]]), self.with_records(self.records[perm[:k]])
 
 
+@unconstrained("a validator: the rng check of mst, mwem and the audit (it returns the seed it "
+               "drew with the generator, which a declaration cannot hand back)")
 def release_seed_and_rng(rng: object) -> tuple[int | None, np.random.Generator]:
     """The generator a synthetic-data release draws from, and which seed to record: a numpy
     ``Generator`` is used as given (seed None: not known here); an int ≥ 0 is a fixed seed (for
@@ -129,6 +144,8 @@ def release_seed_and_rng(rng: object) -> tuple[int | None, np.random.Generator]:
     return seed, np.random.default_rng(seed)
 
 
+@unconstrained("a validator: it is the check of the declaration TABULAR "
+               "(dplib.synthetic._params)")
 def check_tabular(name: str, value: object) -> TabularData:
     """``value`` if it is a non-empty :class:`TabularData`, else ``ValueError`` naming ``name``."""
     if not isinstance(value, TabularData):
@@ -139,6 +156,8 @@ def check_tabular(name: str, value: object) -> TabularData:
     return value
 
 
+@unconstrained("a validator: a workload is checked against the columns of its data (a "
+               "relation), raising ValueError naming the parameter")
 def check_workload(data: TabularData, workload: object, name: str = "workload"
                    ) -> tuple[tuple[str, ...], ...]:
     """A non-empty list of marginals, each a non-empty tuple of distinct column names of
@@ -161,10 +180,11 @@ def check_workload(data: TabularData, workload: object, name: str = "workload"
     return tuple(out)
 
 
+@constrained(data=Custom(lambda name, value: check_tabular(name, value),
+                        "a dplib.synthetic.TabularData with at least one record",
+                        [None, 3, "abc", [[0, 1]]]), k=COUNT)
 def all_marginals(data: TabularData, k: int) -> tuple[tuple[str, ...], ...]:
     """Every k-way marginal of ``data``'s columns (a workload), in column order."""
-    data = check_tabular("data", data)
-    k = check_int("k", k)
     if k > len(data.columns):
         raise ValueError(f"k must be in [1, {len(data.columns)}] (the number of columns), got {k}")
     return tuple(combinations(data.columns, k))
@@ -212,6 +232,7 @@ def _draw(gen: np.random.Generator, probs: np.ndarray) -> np.ndarray:
     return np.minimum((cdf <= u).sum(axis=1), probs.shape[1] - 1)
 
 
+@constrained(n=COUNT, rng=RNG)
 def load_adult_like(n: int = 5000, *, rng: np.random.Generator | int = ADULT_LIKE_SEED
                     ) -> TabularData:
     """``n`` records drawn from the book's Adult-like Bayesian network (see the module note).
@@ -223,8 +244,7 @@ def load_adult_like(n: int = 5000, *, rng: np.random.Generator | int = ADULT_LIK
     its parents' drawn values. The default ``rng`` is the public constant 1994 (the census year of
     the Adult extract), so the data set is fixed and public; pass another seed for other draws.
     """
-    n = check_int("n", n)
-    gen = as_generator(rng)
+    gen = as_generator(rng)     # the default (a seed) is not converted by the declaration
     age = _draw(gen, np.broadcast_to(_P_AGE, (n, 4)))
     sex = _draw(gen, np.broadcast_to(_P_SEX, (n, 2)))
     edu = _draw(gen, _P_EDU_AGE[age])

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import (check_choice, check_int, check_positive, check_probability, check_real,
-                         shown)
-from .data import TabularData, check_tabular, check_workload, release_seed_and_rng
+from .._constraints import Integer, Interval, Options, constrained, unconstrained
+from .._validate import shown
+from ..accounting._params import COUNT, DELTA, POSITIVE
+from ._params import TABULAR
+from .data import TabularData, check_workload, release_seed_and_rng
 
 __all__ = ["MarginalError", "marginal_error", "downstream_accuracy", "SyntheticAudit",
            "synthetic_membership_audit"]
@@ -35,6 +37,7 @@ def _same_schema(a: TabularData, b: TabularData, name: str) -> None:
                          f"{list(b.sizes)}")
 
 
+@unconstrained("result record returned by marginal_error")
 @dataclass(frozen=True)
 class MarginalError:
     """``per_marginal[i]``: L1 distance between the normalised real and synthetic marginals of
@@ -45,12 +48,11 @@ class MarginalError:
     workload: tuple[tuple[str, ...], ...]
 
 
+@constrained(real=TABULAR, synthetic=TABULAR)
 def marginal_error(real: TabularData, synthetic: TabularData, workload: object) -> MarginalError:
     """Average and largest L1 error of ``synthetic``'s marginals against ``real``'s on
     ``workload``: ‖M(real)/n − M(synth)/m‖₁ per marginal (twice the total-variation distance
     that McKenna, Miklau & Sheldon 2021 report)."""
-    real = check_tabular("real", real)
-    synthetic = check_tabular("synthetic", synthetic)
     _same_schema(real, synthetic, "synthetic")
     wl = check_workload(real, workload)
     errs = tuple(float(np.abs(real.marginal(c) / real.n - synthetic.marginal(c) / synthetic.n)
@@ -64,6 +66,7 @@ def _one_hot(data: TabularData, skip: int) -> np.ndarray:
     return np.concatenate(blocks, axis=1)
 
 
+@constrained(train=TABULAR, test=TABULAR, c=POSITIVE)
 def downstream_accuracy(train: TabularData, test: TabularData, target: str | None = None, *,
                         c: float = 1.0) -> float:
     """Test accuracy on ``test`` of an L2-regularised logistic regression (scikit-learn,
@@ -74,13 +77,10 @@ def downstream_accuracy(train: TabularData, test: TabularData, target: str | Non
     on real". If ``train`` has a single value of the target, the classifier is that constant.
     Deterministic (lbfgs, no randomness).
     """
-    train = check_tabular("train", train)
-    test = check_tabular("test", test)
     _same_schema(train, test, "test")
     target = train.target if target is None else target
     if target is None or target not in train.columns:
         raise ValueError(f"target must be one of {list(train.columns)}, got {shown(target)}")
-    c = check_positive("c", c)
     j = train.index(target)
     y_train, y_test = train.records[:, j], test.records[:, j]
     if np.unique(y_train).size < 2:
@@ -91,6 +91,7 @@ def downstream_accuracy(train: TabularData, test: TabularData, target: str | Non
     return float(np.mean(clf.predict(_one_hot(test, j)) == y_test))
 
 
+@unconstrained("result record returned by synthetic_membership_audit")
 @dataclass(frozen=True)
 class SyntheticAudit:
     """Outcome of :func:`synthetic_membership_audit`: the stated ``epsilon`` (and ``delta``),
@@ -122,6 +123,9 @@ def _release_score(method: str, d: TabularData, cell: np.ndarray, epsilon: float
     return float(np.all(r.synthetic.records == cell, axis=1).sum())
 
 
+@constrained(data=TABULAR, target=Integer(min=0), method=Options("mwem", "mst"),
+             epsilon=POSITIVE, delta=DELTA, runs=Integer(min=4), rounds=COUNT,
+             confidence=Interval(0.0, 1.0, closed="neither", family="frac_open"))
 def synthetic_membership_audit(data: TabularData, target: int, *, method: str = "mwem",
                                epsilon: float, delta: float = 1e-5, runs: int = 200,
                                rounds: int = 3, workload: object = None,
@@ -140,19 +144,13 @@ def synthetic_membership_audit(data: TabularData, target: int, *, method: str = 
     columns).
     """
     from ..attacks.audit_stats import audit_from_samples
-    data = check_tabular("data", data)
-    t = check_int("target", target, low=0)
+    t = target
     if t >= data.n:
         raise ValueError(f"target must be a record index in [0, {data.n - 1}], got {t}")
     if data.n < 2:
         raise ValueError(f"data must hold at least 2 records (D without the target must not be "
                          f"empty), got {data.n}")
-    method = check_choice("method", method, ("mwem", "mst"))
-    eps = check_positive("epsilon", epsilon)
-    dl = check_probability("delta", delta, low_open=True, high_open=True)
-    runs = check_int("runs", runs, low=4)
-    rounds = check_int("rounds", rounds)
-    check_real("confidence", confidence, low=0.0, high=1.0)
+    eps, dl = epsilon, delta
     if method == "mwem":
         from .data import all_marginals
         wl = all_marginals(data, min(2, len(data.columns))) if workload is None \

@@ -38,13 +38,16 @@ from itertools import combinations
 
 import numpy as np
 
-from .._validate import check_int, check_positive, check_probability
+from .._constraints import Integer, constrained, unconstrained
+from ..accounting._params import COUNT, DELTA, POSITIVE
 from ..mechanisms.exponential import exponential_mechanism
-from .data import TabularData, check_tabular, release_seed_and_rng
+from ._params import TABULAR
+from .data import TabularData, release_seed_and_rng
 
 __all__ = ["MSTBudget", "MSTResult", "mst", "mst_budget"]
 
 
+@unconstrained("record built by mst_budget from its checked arguments")
 @dataclass(frozen=True)
 class MSTBudget:
     """The budget of an MST run on ``n_columns`` columns (module note): total ``rho`` split in
@@ -74,13 +77,12 @@ class MSTBudget:
                               SelfComposedEvent(GaussianEvent(self.sigma_two_way), d - 1)))
 
 
+@constrained(epsilon=POSITIVE, delta=DELTA, n_columns=Integer(min=2))
 def mst_budget(epsilon: float, delta: float, n_columns: int) -> MSTBudget:
     """ρ for (ε, δ) (:func:`dplib.accounting.rho_for_epsilon`) split ρ/3 each: σ₁ = √(d/(2ρ₁)) (d Gaussian
     measurements, Bun & Steinke 2016, Prop. 1.6 and Lemma 1.7), ε_sel = √(8ρ₂/(d − 1))
     (Cesar & Rogers 2021), σ₂ = √((d − 1)/(2ρ₃)); McKenna, Miklau & Sheldon 2021."""
-    eps = check_positive("epsilon", epsilon)
-    d = check_probability("delta", delta, low_open=True, high_open=True)
-    k = check_int("n_columns", n_columns, low=2)
+    eps, d, k = epsilon, delta, n_columns
     from ..accounting.zcdp import rho_for_epsilon
     rho = rho_for_epsilon(eps, d)
     part = rho / 3.0
@@ -90,6 +92,7 @@ def mst_budget(epsilon: float, delta: float, n_columns: int) -> MSTBudget:
                      sigma_two_way=float(np.sqrt((k - 1) / (2 * part))), n_columns=k)
 
 
+@unconstrained("result record returned by mst")
 @dataclass(frozen=True)
 class MSTResult:
     """Outcome of :func:`mst`: ``synthetic`` records (as many as the model's estimated total),
@@ -187,6 +190,7 @@ def _sample_tree(data: TabularData, model, tree: list[tuple[str, str]], rows: in
     return out
 
 
+@constrained(data=TABULAR, epsilon=POSITIVE, delta=DELTA, iters=COUNT)
 def mst(data: TabularData, epsilon: float, delta: float, *, iters: int = 1000,
         rng: np.random.Generator | int | None = None) -> MSTResult:
     """(ε, δ)-DP synthetic data by MST (McKenna, Miklau & Sheldon 2021; see the module note).
@@ -200,12 +204,10 @@ def mst(data: TabularData, epsilon: float, delta: float, *, iters: int = 1000,
     can leak low-order bits (Mironov 2012); the stated ρ and (ε, δ) are those of the ideal
     real-valued mechanism: a teaching implementation, not a hardened release.
     """
-    data = check_tabular("data", data)
     if len(data.columns) < 2:
         raise ValueError(f"data must have at least 2 columns (MST selects pairs), got "
                          f"{len(data.columns)}")
     budget = mst_budget(epsilon, delta, len(data.columns))
-    iters = check_int("iters", iters)
     seed, gen = release_seed_and_rng(rng)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # mbi warns about jax's float32 mode at import

@@ -34,9 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_int, check_positive, check_probability
+from .._constraints import constrained, unconstrained
+from ..accounting._params import COUNT, POSITIVE
 from ..mechanisms.exponential import exponential_mechanism
-from .data import TabularData, check_tabular, check_workload, release_seed_and_rng
+from ._params import FRACTION, TABULAR
+from .data import TabularData, check_workload, release_seed_and_rng
 
 __all__ = ["MWEMResult", "mwem", "mwem_budget", "MAX_DOMAIN"]
 
@@ -44,6 +46,7 @@ __all__ = ["MWEMResult", "mwem", "mwem_budget", "MAX_DOMAIN"]
 MAX_DOMAIN = 2_000_000
 
 
+@unconstrained("result record returned by mwem")
 @dataclass(frozen=True)
 class MWEMResult:
     """Outcome of :func:`mwem`.
@@ -84,14 +87,13 @@ class MWEMResult:
                               SelfComposedEvent(one_round, self.rounds)))
 
 
+@constrained(epsilon=POSITIVE, rounds=COUNT, total_fraction=FRACTION)
 def mwem_budget(epsilon: float, rounds: int, total_fraction: float = 0.05
                 ) -> tuple[float, float, float]:
     """(ε₀, ε_sel, ε_meas) of an ε-DP MWEM run: ε₀ = f·ε for the record count and
     ε_sel = ε_meas = (1 − f)ε/(2T) per round, so ε₀ + T(ε_sel + ε_meas) = ε (basic composition,
     Dwork & Roth 2014, Thm 3.16; the per-round split of Hardt, Ligett & McSherry 2012, Alg. 1)."""
-    eps = check_positive("epsilon", epsilon)
-    t = check_int("rounds", rounds)
-    f = check_probability("total_fraction", total_fraction, low_open=True, high_open=True)
+    eps, t, f = epsilon, rounds, total_fraction
     per = (1.0 - f) * eps / (2 * t)
     return f * eps, per, per
 
@@ -107,6 +109,8 @@ def _cell_indices(data: TabularData, workload: tuple[tuple[str, ...], ...]) -> l
     return out
 
 
+@constrained(data=TABULAR, epsilon=POSITIVE, rounds=COUNT, total_fraction=FRACTION,
+             replay=COUNT)
 def mwem(data: TabularData, workload: object, epsilon: float, *, rounds: int = 10,
          total_fraction: float = 0.05, replay: int = 10,
          rng: np.random.Generator | int | None = None) -> MWEMResult:
@@ -126,11 +130,8 @@ def mwem(data: TabularData, workload: object, epsilon: float, *, rounds: int = 1
     by Mironov (2012), so the ε-DP claim holds for the ideal real-valued mechanism; this is a
     teaching implementation, not a hardened release.
     """
-    data = check_tabular("data", data)
     wl = check_workload(data, workload)
-    eps = check_positive("epsilon", epsilon)
-    t = check_int("rounds", rounds)
-    replay = check_int("replay", replay)
+    eps, t = epsilon, rounds
     eps0, eps_sel, eps_meas = mwem_budget(eps, t, total_fraction)
     if data.domain_size > MAX_DOMAIN:
         raise ValueError(f"data has a domain of {data.domain_size} cells > {MAX_DOMAIN}: MWEM "

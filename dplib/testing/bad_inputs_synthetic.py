@@ -2,7 +2,7 @@
 :mod:`dplib.synthetic` — the tabular container, MWEM, MST and their evaluation."""
 from __future__ import annotations
 
-from ._sweep import NAN, Spec
+from ._sweep import Spec
 
 __all__ = ["SYNTHETIC_EXCLUDED", "synthetic_specs"]
 
@@ -20,9 +20,7 @@ SYNTHETIC_EXCLUDED: dict[str, str] = {
                                                  "(swept); used by swept functions",
 }
 
-_DATA = [None, "abc", [[0, 1]], 3.0]                    # not a TabularData
 _WORKLOAD = [None, "age", [], [()], [("age", "age")], [("no-such-column",)], 3]
-_SIZE = [0, -3, 2.5, NAN, "3", None, True]
 
 
 def synthetic_specs() -> list[Spec]:
@@ -43,39 +41,30 @@ def synthetic_specs() -> list[Spec]:
                          labels=[(("x",), ("u", "v"))], target=["c", 3]),
              names=dict(sizes="size|sizes", labels="labels|label")),
         Spec("dplib.synthetic.data.load_adult_like", lambda: S.load_adult_like,
-             kwargs=dict(n=50, rng=0), params=dict(n="int1", rng="rng")),
+             kwargs=dict(n=50, rng=0)),
         Spec("dplib.synthetic.data.all_marginals", lambda: S.all_marginals,
-             kwargs=dict(data=small, k=2), params=dict(data=_DATA, k=_SIZE + [4])),
+             kwargs=dict(data=small, k=2), params=dict(data=[3.0], k=[4])),   # 4 > columns
         Spec("dplib.synthetic.mwem.mwem_budget", lambda: S.mwem_budget,
-             kwargs=dict(epsilon=1.0, rounds=5),
-             params=dict(epsilon="pos", rounds="int1", total_fraction="frac_open")),
+             kwargs=dict(epsilon=1.0, rounds=5)),
         Spec("dplib.synthetic.mwem.mwem", lambda: S.mwem,
              kwargs=dict(data=small, workload=pair, epsilon=1.0, rounds=2, rng=0),
-             params=dict(data=_DATA, workload=_WORKLOAD, epsilon="pos", rounds="int1",
-                         total_fraction="frac_open", replay=[0, -1, 2.5, NAN, "3", None, True],
-                         rng="release_rng")),
+             params=dict(data=[3.0], workload=_WORKLOAD, replay=[-1], rng="release_rng")),
         Spec("dplib.synthetic.mst.mst_budget", lambda: S.mst_budget,
              kwargs=dict(epsilon=1.0, delta=1e-5, n_columns=3),
-             params=dict(epsilon="pos", delta="delta",
-                         n_columns=[1, 0, 2.5, NAN, "3", None, True])),
+             params=dict(n_columns=[0, "3"])),
         Spec("dplib.synthetic.mst.mst", lambda: S.mst,
              kwargs=dict(data=small, epsilon=1.0, delta=1e-5, iters=20, rng=0),
-             params=dict(data=_DATA + [small.select(("age",))], epsilon="pos", delta="delta",
-                         iters="int1", rng="release_rng")),
+             params=dict(data=[3.0, small.select(("age",))], rng="release_rng")),
         Spec("dplib.synthetic.evaluation.marginal_error", lambda: S.marginal_error,
              kwargs=dict(real=small, synthetic=small, workload=pair),
-             params=dict(real=_DATA, synthetic=_DATA + [full], workload=_WORKLOAD)),
+             params=dict(real=[3.0], synthetic=[3.0, full], workload=_WORKLOAD)),
         Spec("dplib.synthetic.evaluation.downstream_accuracy", lambda: S.downstream_accuracy,
              kwargs=dict(train=small, test=small),
-             params=dict(train=_DATA, test=_DATA + [full], target=["no-such-column", 3],
-                         c="pos")),
+             params=dict(train=[3.0], test=[3.0, full], target=["no-such-column", 3])),
         Spec("dplib.synthetic.evaluation.synthetic_membership_audit",
              lambda: S.synthetic_membership_audit,
              kwargs=dict(data=small.with_records(small.records[:30]), target=0, epsilon=1.0,
                          runs=4, rounds=1, rng=0),
-             params=dict(data=_DATA, target=[-1, 30, 2.5, NAN, "0", None, True],
-                         method="choice", epsilon="pos", delta="delta", runs=[3, 0, 2.5, NAN,
-                                                                               "4", None],
-                         rounds="int1", workload=["age", [], [()], 3],
-                         confidence="frac_open", rng="release_rng")),
+             params=dict(data=[3.0], target=[30, "0"], runs=[0, 2.5, "4"],
+                         workload=["age", [], [()], 3], rng="release_rng")),
     ]

@@ -25,10 +25,7 @@ from dplib.testing._sweep import declared_bad_values, public_callables
 #: One per line: a package leaves this list once every public callable of it declares its
 #: parameters (``@constrained``) or says why it has none (``@unconstrained(reason)``).
 NOT_MIGRATED = (
-    "dplib.deployments",
     "dplib.experiments",
-    "dplib.reporting",
-    "dplib.synthetic",
     "dplib.training",
 )
 
