@@ -39,7 +39,7 @@ but much looser bound for the same run.
 
 >>> acc = ELSAccountant().compose(ExampleLevelUserEvent(1.0, 0.01, 2), 1000)
 >>> round(acc.get_epsilon(1e-5), 1)
-3.2
+4.0
 """
 from __future__ import annotations
 
