@@ -26,7 +26,6 @@ from dplib.testing._sweep import declared_bad_values, public_callables
 #: parameters (``@constrained``) or says why it has none (``@unconstrained(reason)``).
 NOT_MIGRATED = (
     "dplib.experiments",
-    "dplib.training",
 )
 
 
