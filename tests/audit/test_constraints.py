@@ -1,9 +1,9 @@
 """Parameters are declared next to their function (:mod:`dplib._constraints`).
 
-In a migrated package every public function, class and public method that takes parameters has
-its constraints declared (``@constrained``), or a stated reason not to: the checks and the
-bad-input sweep's values come from those declarations. :data:`NOT_MIGRATED` lists the packages
-still validating in function bodies (``-s`` prints how many public callables each has left).
+Every public function, class and public method of dplib that takes parameters has its
+constraints declared (``@constrained``), or says next to itself why it has none
+(``@unconstrained(reason)``): the checks and the bad-input sweep's values come from those
+declarations, so a new function fails here until it declares (``-s`` prints the counts).
 The decorator's own contract is tested here too: messages name parameter, value and range.
 """
 from __future__ import annotations
@@ -21,20 +21,8 @@ from dplib._constraints import (Integer, Interval, Options, RealArray, constrain
                                 constraints_of, unconstrained, unconstrained_reason)
 from dplib.testing._sweep import declared_bad_values, public_callables
 
-#: Packages (and top-level modules) of dplib not migrated yet: they validate in their bodies.
-#: One per line: a package leaves this list once every public callable of it declares its
-#: parameters (``@constrained``) or says why it has none (``@unconstrained(reason)``).
-NOT_MIGRATED = (
-    "dplib.experiments",
-)
-
-
-def _packages() -> set[str]:
-    return {".".join(n.split(".")[:2]) for n in public_callables()}
-
-
-#: Every other package and top-level module: each public callable declares or gives a reason.
-MIGRATED = tuple(sorted(p for p in _packages() if p not in NOT_MIGRATED))
+#: Every package and top-level module of dplib.
+PACKAGES = tuple(sorted({".".join(n.split(".")[:2]) for n in public_callables()}))
 
 
 def _takes_parameters(fn) -> bool:
@@ -82,17 +70,17 @@ def undeclared(found: dict[str, object]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def migrated() -> dict[str, object]:
-    return _callables(MIGRATED)
+def found() -> dict[str, object]:
+    return _callables(PACKAGES)
 
 
-def test_every_public_callable_of_a_migrated_package_declares_its_parameters(migrated):
-    missing = undeclared(migrated)
-    assert not missing, ("public callables of a migrated package with no @constrained "
+def test_every_public_callable_declares_its_parameters_or_why_not(found):
+    missing = undeclared(found)
+    assert not missing, ("public callables with no @constrained "
                          f"declaration and no @unconstrained(reason): {missing}")
-    declared = [n for n in migrated if constraints_of(migrated[n])]
-    reasons = [n for n in migrated if unconstrained_reason(migrated[n])]
-    print(f"\n{len(declared)} declared callables in {len(MIGRATED)} packages; "
+    declared = [n for n in found if constraints_of(found[n])]
+    reasons = [n for n in found if unconstrained_reason(found[n])]
+    print(f"\n{len(declared)} declared callables in {len(PACKAGES)} packages; "
           f"{len(reasons)} with a reason for none")
 
 
@@ -110,23 +98,6 @@ def test_the_completeness_check_can_fail():
 
     assert undeclared({"m.plain": plain, "m.declared_fn": declared_fn,
                        "m.excused": excused}) == ["m.plain"]
-
-
-def test_every_package_is_migrated_or_listed_as_not_yet():
-    found = public_callables()
-    tops = {".".join(n.split(".")[:2]) for n in found}
-    unknown = sorted(t for t in tops if not _in(t, MIGRATED) and not _in(t, NOT_MIGRATED))
-    assert not unknown, f"packages neither migrated nor in NOT_MIGRATED: {unknown}"
-    left: dict[str, int] = {}
-    for name in undeclared(_callables(NOT_MIGRATED)):
-        top = ".".join(name.split(".")[:2])
-        left[top] = left.get(top, 0) + 1
-    assert not any(_in(t, MIGRATED) for t in left)
-    print("\nnot migrated yet (public functions, classes and methods that take parameters and "
-          "declare none):")
-    for top in sorted(left, key=left.get, reverse=True):
-        print(f"  {top}: {left[top]}")
-    print(f"  total: {sum(left.values())}")
 
 
 # ---- the decorator's contract ---------------------------------------------------------------

@@ -13,6 +13,11 @@ rule = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(rule)
 
 
+@pytest.fixture(autouse=True)
+def _no_time_log(monkeypatch):
+    monkeypatch.delenv("DPBOOK_TEST_TIMES", raising=False)
+
+
 def _judge(seconds: float, doc: str | None) -> SimpleNamespace:
     """Run the report hook on a passed test that took ``seconds`` of CPU."""
     def body():
