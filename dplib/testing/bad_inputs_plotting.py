@@ -1,5 +1,6 @@
-"""Bad-input specs (:class:`~dplib.testing.bad_inputs.Spec`) of the book's figure helpers in
-:mod:`dplib.plotting` (the PNG that records its smallest font, for the site's phone check)."""
+"""Bad-input specs (:class:`~dplib.testing.bad_inputs.Spec`) of the book's display helpers:
+:mod:`dplib.plotting` (the PNG that records its smallest font, for the site's phone check) and
+:mod:`dplib.source` (code shown to a reader)."""
 from __future__ import annotations
 
 from ._sweep import Spec
@@ -18,4 +19,6 @@ def plotting_specs() -> list[Spec]:
     return [
         Spec("dplib.plotting.figure_png", fn("figure_png"), args=(fig(),)),    # fig declared
         Spec("dplib.plotting.min_font_pt", fn("min_font_pt"), args=(fig(),)),
+        Spec("dplib.source.source", lambda: __import__("dplib.source", fromlist=["x"]).source,
+             args=(plotting_specs,)),                                        # obj declared
     ]
