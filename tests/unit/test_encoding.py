@@ -302,7 +302,7 @@ def test_non_monotone_moments_are_refused():
     """The clamp argument needs h_k = log I_k non-decreasing in |τ| (condition M), which the
     table's condition h_k/τ² non-increasing does not imply. Without the check, method='exact' on
     ψ = (1) reports 0.04 at α = 2, q = 1, while the clamped output e = (½) costs 1.83.
-    Marked slow (about 25 s): the first refusal needs h_k on a fine grid by quadrature for a
+    Slow: about 25 s of CPU, since the first refusal needs h_k on a fine grid by quadrature for a
     density with no closed form; the other entry points reuse the violation found."""
     noise = WiggleNoise(1.0)
     h = log_moments(noise, [0.5, 1.0], [2])[:, 0]

@@ -374,6 +374,9 @@ def test_lora_seed_none_is_fresh_and_seed_needs_lora():
 
 
 def test_calibrated_sigma_is_the_trainers_calibration():
+    """The fine-tuning driver's σ is the trainer's and calibrate_noise's, bit for bit.
+    Slow: up to 11 s of CPU, six RDP calibrations (the first call also imports the driver's
+    dependencies)."""
     from dplib.accounting import calibrate_noise
     from dplib.experiments.finetune import DELTA, calibrated_sigma
     from dplib.training.config import RunConfig

@@ -70,7 +70,8 @@ def _loss(f):
 @pytest.mark.parametrize("n", [64, pytest.param(256, marks=pytest.mark.slow)])
 def test_optimal_matches_jax_privacy_and_beats_sqrt_and_tree(n):
     """n = 256 is marked slow (about 10 s of CPU: jax-privacy's L-BFGS to a 1e-5 projected
-    gradient); n = 64 stays in `make test-fast`."""
+    gradient); n = 64 stays in `make test-fast`.
+    Slow: about 10 s of CPU at n = 256."""
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     dense = pytest.importorskip("jax_privacy.matrix_factorization.dense")
