@@ -7,9 +7,12 @@ user-level accountant; Ganesh 2024, "Tight Group-Level DP Guarantees for DP-SGD 
 Mixture of Gaussians Mechanisms", arXiv:2401.10294, Poisson sampling): every record is in a step's
 batch independently with probability q, each sampled record's gradient is clipped to norm C, and
 N(0, σ²C²·I) is added to the sum. Removing a user with k records removes J ~ Binomial(k, q) of them
-from the batch, each moving the sum by at most C. Along one axis, with all the user's clipped
-gradients equal (the worst case: Ganesh 2024 proves this one-dimensional pair dominates the
-mechanism, and that it is tight), one step is the mixture-of-Gaussians (MoG) pair, in units of C,
+from the batch, each moving the sum by at most C. With all the user's clipped gradients equal,
+of norm C, along one axis (the worst case: a multi-dimensional mixture of Gaussians is dominated
+by the one-dimensional mixture with the same sensitivity norms, Choquette-Choo, Ganesh, Steinke &
+Thakurta 2024, "Privacy Amplification for Matrix Mechanisms", arXiv:2310.15526, Cor. 4.7; Ganesh
+2024 gives the Binomial(k, q) dominating pair of Poisson sampling and shows it tight when every
+iterate is released), one step is the mixture-of-Gaussians (MoG) pair, in units of C,
 
 * remove: P = Σ_j b_j·N(j, σ²),  Q = N(0, σ²);
 * add:    P = N(0, σ²),           Q = Σ_j b_j·N(j, σ²);     b_j = C(k, j) q^j (1 − q)^{k−j},
