@@ -90,12 +90,7 @@ class Accountant(abc.ABC):
         for leaf in leaves:
             self._check_supported(leaf)
         for leaf in leaves:
-            last = self.history[-1] if self.history else None
-            if last is not None and last.same_kind(leaf):
-                self.history[-1] = Step(last.mechanism, last.noise_multiplier, last.sample_rate,
-                                        last.sampling, last.count + leaf.count, last.curve)
-            else:
-                self.history.append(leaf)
+            self._append_history(leaf)
             self._add(leaf)
         self.events.append(event)
         self._invalidate()
@@ -161,6 +156,16 @@ class Accountant(abc.ABC):
         what = leaf.curve if leaf.curve is not None else leaf
         raise ValueError(f"{type(self).__name__}(neighboring={shown(self.neighboring)}) cannot "
                          f"account {what}: {why}")
+
+    def _append_history(self, leaf: Step) -> None:
+        """Append ``leaf`` to :attr:`history`, merged into the last entry when it is the same
+        mechanism with the same parameters (their counts add)."""
+        last = self.history[-1] if self.history else None
+        if last is not None and last.same_kind(leaf):
+            self.history[-1] = Step(last.mechanism, last.noise_multiplier, last.sample_rate,
+                                    last.sampling, last.count + leaf.count, last.curve)
+        else:
+            self.history.append(leaf)
 
     def _add(self, leaf: Step) -> None:  # subclasses fold a new leaf into their state here
         pass

@@ -372,12 +372,7 @@ class ELSAccountant(PLDAccountant):
         returns ``self``. Other events raise ``ValueError`` before anything is recorded."""
         leaves = list(_els_leaves(event, count))
         for leaf in leaves:
-            last = self.history[-1] if self.history else None
-            if last is not None and last.same_kind(leaf):
-                self.history[-1] = Step(last.mechanism, last.noise_multiplier, last.sample_rate,
-                                        last.sampling, last.count + leaf.count, last.curve)
-            else:
-                self.history.append(leaf)
+            self._append_history(leaf)
         self.events.append(event)
         self._invalidate()
         return self

@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
+from .. import _common_params as _common
 from .._constraints import Custom, Integer, Interval, Options
-from .._validate import as_generator, shown
 from ..device import release_seed
 
 __all__ = ["RELEASE_RNG", "make_release_rng", "REAL", "DELTA_OR_ZERO", "DISTRIBUTIONS",
@@ -66,27 +66,9 @@ SIZE_OR_NONE = Custom(_size_or_none, "None or an integer >= 1",
                       [0, -3, 2.5, math.nan, "3", True, 1.0])
 
 
-def _seed_or_none(name: str, value: object) -> int | None:
-    return None if value is None else Integer(min=0).check(name, value)
-
-
-#: None or a seed ≥ 0.
-SEED_OR_NONE = Custom(_seed_or_none, "None or an integer >= 0",
-                      [-1, 2.5, math.nan, "3", True], family="seed")
-
-
-def _rng(name: str, value: object) -> np.random.Generator:
-    try:
-        return as_generator(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a numpy Generator or a non-negative integer seed, got "
-                         f"{shown(value)}; use {name}=np.random.default_rng(seed)") from None
-
-
-#: A numpy ``Generator`` or a seed ≥ 0, for a public random choice (a split of the records);
-#: the function receives a Generator.
-RNG = Custom(_rng, "a numpy Generator or an integer seed >= 0",
-             [None, -1, "seed", 1.5, math.nan, True, [1, 2]], family="rng")
+# None or a seed ≥ 0, and a numpy Generator or a seed ≥ 0 (for a public random choice, such as
+# a split of the records; the function receives a Generator): the library-wide declarations.
+SEED_OR_NONE, RNG = _common.SEED_OR_NONE, _common.RNG
 
 
 #: None or a real > 0 (the noise of one of two mechanisms, the other given).
