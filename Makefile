@@ -103,9 +103,10 @@ PARALLEL := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 test-unit: $(STAMP)
 	$(PARALLEL) $(PY) -m pytest tests/unit tests/adversary tests/book tests/audit -q -n 2 -p no:cacheprovider
 
-# The edit-test loop (a few minutes at most): every test not marked slow (chapter runs, worker
-# processes, statistical audits), on two processes with one thread each (torch's default threads
-# oversubscribe two cores).
+# The edit-test loop (under two minutes): every test not marked slow (chapter runs, worker
+# processes, statistical audits, and every test measured at 0.5 s of CPU or more:
+# tests/slow_tests.txt, written by tools/slow_tests.py), on two processes with one thread each
+# (torch's default threads oversubscribe two cores).
 test-fast: $(STAMP)
 	$(PARALLEL) $(PY) -m pytest tests/unit tests/adversary tests/book tests/audit -q -m "not slow" \
 		-n 2 -p no:cacheprovider

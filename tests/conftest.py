@@ -9,12 +9,14 @@ models to estimate a distribution"): a long test is either a measurement that be
 Chromium, worker ranks) is not counted here; those tests are marked ``slow``.
 
 ``DPBOOK_TEST_TIMES=path`` appends each test's CPU seconds to ``path`` (a tab-separated table) to
-find the expensive ones.
+find the expensive ones; ``tools/slow_tests.py`` turns such a log into ``tests/slow_tests.txt``,
+the tests of 0.5 s or more, which are marked ``slow`` here (``make test-fast`` leaves them out).
 """
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +24,16 @@ import pytest
 LIMIT_S = 20.0
 #: How a docstring states the reason.
 REASON = "Slow:"
+#: The tests measured at 0.5 s of CPU or more (tools/slow_tests.py).
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def pytest_collection_modifyitems(config, items):
+    slow = {line.strip() for line in SLOW_LIST.read_text().splitlines()
+            if line.strip() and not line.startswith("#")}
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(hookwrapper=True)
