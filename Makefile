@@ -26,7 +26,7 @@ ASSIGNMENTS_OUT := _build/assignments
 ASSIGNMENTS_URL ?=
 
 .PHONY: help setup book book-student assignments test test-unit test-notebooks test-book \
-	test-student test-editions test-site test-assignments test-fast browser lab sync clean
+	test-student test-site test-assignments test-fast browser lab sync clean
 
 help:
 	@echo "make book          build the website into _build/html (sets everything up first)"
@@ -82,19 +82,7 @@ browser:
 		echo "install Debian's 'chromium' and 'chromium-driver' packages"; exit 1; fi; \
 	$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium chromium-driver >/dev/null
 
-# The chapters' two runs side by side (nbval in the Colab-like sandbox; the book's quick build and
-# its student edition): each alone leaves a core idle for a while (Sphinx and the sandbox's wheel
-# run on one core, and each run waits for its last chapter), so together they finish sooner.
-# --output-sync prints each one's output in one piece when it is done.
-test: test-unit
-	@echo "Chapters: nbval in the Colab-like sandbox and the book's quick build, side by side"
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-notebooks test-editions
-	@$(MAKE) --no-print-directory test-site test-assignments
-
-# The quick book, then its student edition (which reads the book's execution cache).
-test-editions:
-	@$(MAKE) --no-print-directory test-book
-	@$(MAKE) --no-print-directory test-student
+test: test-unit test-notebooks test-book test-student test-site test-assignments
 
 # Tests and notebooks run on two processes (CI has two cores), each with one BLAS/OpenMP thread:
 # torch's default threads on a busy two-core machine slow small models 5-30x.
@@ -118,7 +106,7 @@ COLAB_OUT := _build/colab
 
 test-notebooks: $(STAMP)
 	$(PY) tools/colab_sandbox.py --out $(COLAB_OUT)
-	env -u PYTHONPATH -u MPLBACKEND -u DPBOOK_DATA -u DPBOOK_CACHE \
+	env -u PYTHONPATH -u MPLBACKEND -u DPBOOK_DATA -u DPBOOK_CACHE $(PARALLEL) \
 		JUPYTER_PATH=$(CURDIR)/$(COLAB_OUT)/share/jupyter $(PY) -m pytest --nbval-lax \
 		--nbval-kernel-name dpbook-colab -p no:cacheprovider $(COLAB_OUT)/chapters -q \
 		-n 2 --dist loadscope
