@@ -19,7 +19,7 @@ __all__ = ["RNG", "SEED", "RELEASE_SEED", "CONFIDENCE", "FPR", "POSITIVE_OR_NONE
 
 #: An integer seed ≥ 0 of a tool's own randomness (an attacker's classifier, an experiment).
 SEED = Integer(min=0, family="int0")
-#: The seed of a run that may release something: None (fresh OS entropy,
+#: A seed for a run that may release something: None (fresh OS entropy,
 #: :func:`dplib.device.release_seed`) or an integer ≥ 0.
 RELEASE_SEED = Custom(lambda name, value: (None if value is None
                                            else check_int(name, value, low=0)),

@@ -27,7 +27,7 @@ def _seed_or_none(name: str, value: object) -> int | None:
     return None if value is None else check_int(name, value, low=0)
 
 
-#: The seed of a run: None (fresh OS entropy, :func:`dplib.device.release_seed`) or an
+#: A run's seed: None (fresh OS entropy, :func:`dplib.device.release_seed`) or an
 #: integer ≥ 0 (a reproducible experiment, never a release).
 SEED_OR_NONE = Custom(_seed_or_none, "None or an integer >= 0",
                       [-1, -3, 0.5, 0.0, math.nan, "2", True, [0, 0]], family="seed")

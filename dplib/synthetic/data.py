@@ -131,8 +131,8 @@ class TabularData:
         return self.with_records(self.records[perm[k:]]), self.with_records(self.records[perm[:k]])
 
 
-@unconstrained("a validator: the rng check of mst, mwem and the audit (it returns the seed it "
-               "drew with the generator, which a declaration cannot hand back)")
+@unconstrained("a validator: the rng check of mst, mwem and the audit (it returns the integer "
+               "it drew the generator from, which a declaration cannot hand back)")
 def release_seed_and_rng(rng: object) -> tuple[int | None, np.random.Generator]:
     """The generator a synthetic-data release draws from, and which seed to record: a numpy
     ``Generator`` is used as given (seed None: not known here); an int ≥ 0 is a fixed seed (for
