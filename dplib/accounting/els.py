@@ -57,7 +57,8 @@ from .._validate import check_int
 from ._params import COUNT, DELTA, NOISE_MULTIPLIER, POSITIVE, SAMPLE_RATE
 from .events import EVENT, ComposedEvent, DpEvent, SelfComposedEvent, Step
 from .pld import PLDAccountant
-from .pld_grid import DiscretePLD, loss_range, loss_scale, subsampled_gaussian_pld
+from .pld_grid import (DiscretePLD, loss_range, loss_scale, subsampled_gaussian_pld,
+                       variance_over_mean_abs)
 from .registry import register_accountant
 
 __all__ = ["ExampleLevelUserEvent", "ELSAccountant", "els_user_epsilon", "binomial_weights",
@@ -245,14 +246,7 @@ def mixture_loss_scale(noise_multiplier: float, sample_rate: float, records_per_
         vals = _remove_loss(x, s, j, lw)
     else:
         vals, wts = -_remove_loss(s * z, s, j, lw), w
-    wts = wts / wts.sum()
-    top = float(np.max(np.abs(vals)))
-    if not top > 0:
-        return 0.0
-    vals = vals / top
-    mean = np.sum(wts * vals)
-    var = np.sum(wts * (vals - mean) ** 2)
-    return float(top * var / max(np.sum(wts * np.abs(vals)), 1e-300))
+    return variance_over_mean_abs(vals, wts / wts.sum())
 
 
 @constrained(noise_multiplier=NOISE_MULTIPLIER, sample_rate=SAMPLE_RATE,

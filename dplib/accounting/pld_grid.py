@@ -24,7 +24,8 @@ from scipy.special import ndtr, ndtri
 from .._constraints import Interval, Options, constrained, unconstrained
 from ._params import NOISE_MULTIPLIER, POSITIVE, SAMPLE_RATE
 
-__all__ = ["DiscretePLD", "subsampled_gaussian_pld", "loss_scale", "loss_range"]
+__all__ = ["DiscretePLD", "subsampled_gaussian_pld", "loss_scale", "loss_range",
+           "variance_over_mean_abs"]
 
 #: Default of :func:`subsampled_gaussian_pld`: the P-mass left beyond each end of its grid
 #: (ε_top: its δ becomes infinite-loss mass; ε_bottom: mass moved up). The accountant passes
@@ -255,7 +256,16 @@ def loss_scale(noise_multiplier: float, sample_rate: float, direction: str) -> f
         wts = np.concatenate([(1 - q) * w, q * w])
     else:
         vals, wts = -loss(s * z), w
-    scale = float(np.max(np.abs(vals)))       # Var/E|L| scales like L: compute on L/scale
+    return variance_over_mean_abs(vals, wts)
+
+
+@unconstrained("a step of loss_scale and the ELS accountant's mixture_loss_scale, called with "
+               "their quadrature nodes and weights")
+def variance_over_mean_abs(vals: np.ndarray, wts: np.ndarray) -> float:
+    """Var(L)/E|L| of a loss L taking values ``vals`` with weights ``wts`` (summing to 1); 0
+    when L is 0. Computed on L/max|L| and scaled back (the ratio scales like L), so that losses
+    of 1e-6 and less do not underflow."""
+    scale = float(np.max(np.abs(vals)))
     if not scale > 0:
         return 0.0
     vals = vals / scale

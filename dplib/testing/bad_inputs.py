@@ -50,7 +50,8 @@ _BASE_EXCLUDED: dict[str, str] = {
     **{name: "a step of PLDAccountant shared between its modules, called only with the "
              "accountant's validated grids" for name in (
         "dplib.accounting.pld_fft.composition_window", "dplib.accounting.pld_fft.delta_curve",
-        "dplib.accounting.pld_grid.loss_range")},
+        "dplib.accounting.pld_grid.loss_range",
+        "dplib.accounting.pld_grid.variance_over_mean_abs")},
     "dplib.accounting.events.DpEvent": "abstract base class of the events (each is swept)",
     "dplib.accounting.events.SampledEvent": "base class of the two sampled events (swept)",
     "dplib.accounting.events.RDPCurveEvent": "abstract base: subclasses state their own curve",
