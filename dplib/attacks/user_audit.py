@@ -19,6 +19,7 @@ models (a random half); non-target users are in every model.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -134,12 +135,15 @@ def user_membership_audit(X: object, y: object, user_ids: object, *, target_user
     probe_user = rec_user[rec_user >= 0]
     raw = np.empty((n_models, probe.size))
     eps = delta = math.nan
+    # Only the final ε is read: train() accounts (and evaluates) at its last step only, unless
+    # the caller asks for more; the models and the final ε are the same either way.
+    fit = {"eval_every": sys.maxsize, **train_kwargs}
     for m in range(n_models):                          # one training run per model
         inside = (rec_user < 0) | membership[m, np.maximum(rec_user, 0)]
         rows = kept[inside]
         unit = dict(user_ids=ids[rows]) if privacy_unit == "user" else {}
         res = train(model_fn(m), (xs[rows], ys[rows]), device=device,
-                    seed=int(gen.integers(2 ** 62)), **unit, **train_kwargs)
+                    seed=int(gen.integers(2 ** 62)), **unit, **fit)
         logits = predict_logits(res.model, xs[probe], device=device)
         raw[m] = score_examples(logits.numpy(), ys[probe].numpy(), kind=score)
         eps, delta = res.epsilon, res.delta
