@@ -16,6 +16,7 @@ computed from a known seed is a public function of public inputs.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -187,11 +188,19 @@ def dpgd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: floa
     if form == "razaviyayn":
         return 8 * L * math.sqrt(T) / (eps * n) * math.log(1.25 * (T + 1) / d)
     if form == "gdp":
-        from ..mechanisms import gaussian_sigma
-        return (2 * L / n) * math.sqrt(T) * float(gaussian_sigma(eps, d, 1.0, "analytic"))
+        return (2 * L / n) * math.sqrt(T) * _unit_analytic_sigma(eps, d)
     d0 = d / (T + 1)
     eps_step = eps / math.sqrt(8 * T * math.log(1 / d0))
     return (2 * L / n) * math.sqrt(2 * math.log(1.25 / d0)) / eps_step
+
+
+@functools.lru_cache(maxsize=256)
+def _unit_analytic_sigma(epsilon: float, delta: float) -> float:
+    """The analytic Gaussian σ of (ε, δ) at sensitivity 1 (Balle & Wang 2018, Thm 8, via
+    :func:`dplib.mechanisms.gaussian_sigma`), remembered: a pure function of two floats, solved
+    by root finding, which the ``"gdp"`` form of :func:`dpgd_sigma` needs for every T and n."""
+    from ..mechanisms import gaussian_sigma
+    return float(gaussian_sigma(epsilon, delta, 1.0, "analytic"))
 
 
 @constrained(d=COUNT, diameter=POSITIVE, lipschitz=POSITIVE, form=_FORM)
