@@ -102,22 +102,26 @@ test-fast: $(STAMP)
 
 # Every chapter once, in quick mode, under nbval, alone in an empty folder as Colab opens it:
 # dplib from a wheel of this tree, a stand-in for google.colab, pip recorded (the last cell of
-# each copy checks the Colab path; tools/colab_sandbox.py explains).
+# each copy checks the Colab path; tools/colab_sandbox.py explains). The interactive figures are
+# drawn as the website's frames (DPBOOK_WIDGET_FRAMES=1; the last cell shows them live too), and
+# each chapter that passes is kept with its outputs in $(COLAB_OUT)/executed: test-book builds
+# the quick book from those runs instead of executing the chapters a second time.
 COLAB_OUT := _build/colab
 
 test-notebooks: $(STAMP)
 	$(PY) tools/colab_sandbox.py --out $(COLAB_OUT)
 	env -u PYTHONPATH -u MPLBACKEND -u DPBOOK_DATA -u DPBOOK_CACHE $(PARALLEL) \
-		JUPYTER_PATH=$(CURDIR)/$(COLAB_OUT)/share/jupyter $(PY) -m pytest --nbval-lax \
-		--nbval-kernel-name dpbook-colab -p no:cacheprovider $(COLAB_OUT)/chapters -q \
-		-n 2 --dist loadscope
+		DPBOOK_WIDGET_FRAMES=1 JUPYTER_PATH=$(CURDIR)/$(COLAB_OUT)/share/jupyter \
+		$(PY) -m pytest --nbval-lax --nbval-kernel-name dpbook-colab -p no:cacheprovider \
+		$(COLAB_OUT)/chapters -q -n 2 --dist loadscope
 
 # The book in quick mode, warnings as errors, in its own folder (its execution cache must not be
-# mixed with the full-size one of `make book`).
+# mixed with the full-size one of `make book`). A chapter test-notebooks ran (same code cells) is
+# taken from that run; any other is executed here.
 test-book: $(STAMP)
 	rm -rf $(QUICK_OUT)/_build/html
 	DPBOOK_QUICK=1 $(PARALLEL) $(PY) tools/execute_chapters.py \
-		--cache $(QUICK_OUT)/_build/.jupyter_cache --jobs $(JOBS)
+		--cache $(QUICK_OUT)/_build/.jupyter_cache --jobs $(JOBS) --executed $(COLAB_OUT)/executed
 	DPBOOK_QUICK=1 $(JB) build . --path-output $(QUICK_OUT) -W -n --keep-going
 
 # The student edition of the quick build, from the quick build's execution cache: one Sphinx

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import struct
+import warnings
 import zlib
 
 import matplotlib as mpl
@@ -118,7 +119,10 @@ def figure_png(fig: Figure) -> bytes:
     ``fig.tight_layout()`` (done here unless the figure has a layout engine already).
     """
     if fig.get_layout_engine() is None:     # so that no chapter calls fig.tight_layout()
-        fig.tight_layout()
+        with warnings.catch_warnings():     # best effort: savefig's tight bounding box follows,
+            warnings.filterwarnings(        # and a reader's page shows no warning
+                "ignore", "This figure includes Axes that are not compatible", UserWarning)
+            fig.tight_layout()
     raw = io.BytesIO()
     fig.savefig(raw, format="png")      # draws the figure: every tick label exists now
     dpi = mpl.rcParams["savefig.dpi"]

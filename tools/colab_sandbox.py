@@ -27,6 +27,16 @@ twice for the two). What the sandbox holds:
   asked pip for exactly the repository at its pinned commit, dplib came from ``site/``, every
   widget view was drawn by the custom widget manager. A failing probe fails that notebook's nbval
   run with the assertion's message.
+* ``chapters/conftest.py`` — records what every cell printed and drew under nbval; a chapter whose
+  cells all passed is written, with those outputs, to ``executed/NAME.ipynb``.
+
+One run for two checks. ``make test`` runs nbval with ``DPBOOK_WIDGET_FRAMES=1`` (inherited by
+the kernels), so each interactive figure is drawn as the website draws it, over its grid of
+frames, and ``tools/execute_chapters.py --executed`` puts ``executed/`` into the quick book's
+execution cache instead of executing every chapter a second time (about 190 s on two cores).
+With frames on, no cell shows a live panel, so the probe shows each panel live itself, under
+the custom widget manager, before it moves a control: the ipywidgets path is still walked in
+every chapter, after the setup cell, as a reader's Colab walks it.
 """
 from __future__ import annotations
 
@@ -106,6 +116,21 @@ def _note_widget_view(msg):
 
 
 IPython.get_ipython().display_pub.register_hook(_note_widget_view)
+
+# nbval executes cells with store_history=False, so IPython's test for a final ';' reads the
+# input history's last cell, not the one running, and a cell ending in `ax.legend();` would show
+# its value. Read the running cell, as Colab's and Jupyter's kernels (history stored) do.
+_running = {{"cell": ""}}
+
+
+def _note_cell(info):
+    _running["cell"] = info.raw_cell or ""
+
+
+_shell = IPython.get_ipython()
+_shell.events.register("pre_run_cell", _note_cell)
+_shell.displayhook.quiet = lambda: _shell.displayhook.semicolon_at_end_of_expression(
+    _running["cell"])
 '''
 
 # The last cell of every sandboxed chapter. EXPECTED_PIP, SITE and EXTRA are filled in.
@@ -117,16 +142,26 @@ from dplib.widgets import FigurePanel
 from google.colab import output as _colab_output
 
 
-def _is_panel(o):
+from dplib.widget_frames import FRAMES_ENV, frames_enabled
+
+
+def _is_panel(o, live):
     try:                   # a dead weakref.proxy (torch and transformers leave some) raises here
-        return isinstance(o, FigurePanel) and bool(o.sliders)
+        return isinstance(o, FigurePanel) and bool(o.sliders if live else o.controls)
     except ReferenceError:
         return False
 
 
+# With the website's frames on, the cells drew no live panel: show each one live now, as Colab
+# does (the custom widget manager is on since the setup cell).
+if frames_enabled():
+    os.environ[FRAMES_ENV] = "0"
+    for _panel in [o for o in gc.get_objects() if _is_panel(o, live=False)]:
+        _panel.show()
+
 # A reader moves a control of every live panel: its figure must redraw without an error.
 _moved = 0
-for _panel in [o for o in gc.get_objects() if _is_panel(o)]:
+for _panel in [o for o in gc.get_objects() if _is_panel(o, live=True)]:
     _name, _c = next(iter(_panel.controls.items()))
     _old = _panel.values[_name]
     if _c.kind == "choice":
@@ -217,6 +252,51 @@ def write_kernel(base: Path, path: list[Path], home: Path, pip_log: Path) -> Pat
     return spec
 
 
+# The conftest.py of the sandbox's chapters folder; EXECUTED (a folder) is added at its end.
+RECORDER = '''"""Keeps what each chapter's cells printed and drew under nbval (tools/colab_sandbox.py).
+
+A chapter whose every code cell ran and passed is written to EXECUTED/NAME.ipynb with nbval's
+record of each cell's outputs, and with the run's mode in its metadata (dpbook_run), for
+tools/execute_chapters.py --executed. nbval's items are read through their attributes
+cell_num and test_outputs (nbval >= 0.11).
+"""
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+_runs = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if not hasattr(item, "cell_num"):
+        return
+    run = _runs.setdefault(str(item.path), {"outputs": {}, "failed": False})
+    if report.failed or report.skipped:
+        run["failed"] = True
+    elif report.when == "call":
+        run["outputs"][item.cell_num] = item.test_outputs
+
+
+def pytest_sessionfinish(session):
+    frames = os.environ.get("DPBOOK_WIDGET_FRAMES", "").strip().lower() not in (
+        "", "0", "false", "no")
+    for path, run in _runs.items():
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        if run["failed"] or sorted(run["outputs"]) != list(range(len(code))):
+            continue
+        for i, cell in enumerate(code):
+            cell.outputs = [nbformat.from_dict(dict(o)) for o in run["outputs"][i]]
+        nb.metadata["dpbook_run"] = {"quick": True, "frames": frames, "sandbox": True}
+        Path(EXECUTED).mkdir(exist_ok=True)
+        nbformat.write(nb, Path(EXECUTED) / Path(path).name)
+'''
+
+
 def probe_source(expected_pip: list[list[str]], site: Path, extra: str) -> str:
     """The probe cell with what this sandbox expects filled in."""
     return (f"EXPECTED_PIP = {expected_pip!r}\nSITE = {str(site)!r}\nEXTRA = {extra!r}\n"
@@ -246,6 +326,10 @@ def prepare(out: Path, chapters: list[Path], extra: str = "") -> list[Path]:
     pip_log.write_text("")
     path = [Path(extra)] if extra else []
     write_kernel(out, [*path, write_colab(out), site], write_home(out), pip_log)
+    executed = out / "executed"
+    shutil.rmtree(executed, ignore_errors=True)
+    (out / "chapters").mkdir(exist_ok=True)
+    (out / "chapters" / "conftest.py").write_text(RECORDER + f"\n\nEXECUTED = {str(executed)!r}\n")
     return [sandbox_chapter(p, out / "chapters" / p.stem, site, extra) for p in chapters]
 
 

@@ -81,17 +81,25 @@ def _run_in_sandbox(sandbox: dict, nb: nbformat.NotebookNode, folder: Path,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["colab-like", "wrong-pin", "widget-before-manager"])
+@pytest.mark.parametrize("case", ["colab-like", "colab-like-frames", "wrong-pin",
+                                  "widget-before-manager"])
 def test_sandbox_probe_fails_when_the_colab_path_breaks(sandbox, tmp_path, case, monkeypatch):
     """The probe that ends every sandboxed chapter passes on a notebook that does what Colab
     needs and fails on one that installs the wrong thing or shows a widget before Colab's
-    custom widget manager is on (three kernel starts, a few seconds each)."""
+    custom widget manager is on (four kernel starts, a few seconds each). With the website's
+    frames on (as ``make test`` runs nbval) the cells show no live panel, and the probe shows it
+    live itself before moving it."""
     want = [["-q", "git+https://example.org/book@" + "a" * 40]]
-    pins = {"colab-like": [want[0][1]], "wrong-pin": [want[0][1], "numpy"],
-            "widget-before-manager": [want[0][1]]}[case]
+    pins = {"colab-like": [want[0][1]], "colab-like-frames": [want[0][1]],
+            "wrong-pin": [want[0][1], "numpy"], "widget-before-manager": [want[0][1]]}[case]
     nb = _tiny_chapter(pins, widget_first=case == "widget-before-manager")
-    if case == "colab-like":
+    if case.startswith("colab-like"):
+        if case.endswith("frames"):
+            monkeypatch.setenv("DPBOOK_WIDGET_FRAMES", "1")
         _run_in_sandbox(sandbox, nb, tmp_path / "content", want, monkeypatch)
+        panel_cell = [o.get("data", {}) for o in nb.cells[-2].outputs]
+        live = any(C.WIDGET_VIEW in d for d in panel_cell)
+        assert live != case.endswith("frames"), panel_cell     # frames: the website's control
         out = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
         assert "Colab path: dplib from the wheel" in out and "1 panel(s) moved" in out, out
         return
@@ -99,6 +107,52 @@ def test_sandbox_probe_fails_when_the_colab_path_breaks(sandbox, tmp_path, case,
                "widget-before-manager": "a widget was shown before"}[case]
     with pytest.raises(CellExecutionError, match=message):
         _run_in_sandbox(sandbox, nb, tmp_path / "content", want, monkeypatch)
+
+
+@pytest.mark.slow
+def test_nbval_run_is_kept_for_the_quick_book(sandbox, tmp_path):
+    """nbval's run of a sandboxed chapter, with the website's frames on, is written to
+    ``executed/`` with each cell's outputs, and tools/execute_chapters.py takes it for the
+    chapter only while the chapter's code is the code that ran (one kernel start). A cell ending
+    in ';' shows nothing, as in Colab and Jupyter (nbval runs cells without storing history)."""
+    import execute_chapters as E
+    want = [["-q", "git+https://example.org/book@" + "a" * 40]]
+    nb = _tiny_chapter([want[0][1]], widget_first=False)
+    nb.cells[1:1] = [nbformat.v4.new_code_cell("print('hello')"),
+                     nbformat.v4.new_code_cell("x = 41\nx + 1;")]
+    chapter = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, chapter)
+    folder = sandbox["out"] / "chapters" / "tiny"
+    folder.mkdir()
+    nb.cells.append(nbformat.v4.new_code_cell(C.probe_source(want, sandbox["site"], "")))
+    nbformat.write(nb, folder / "tiny.ipynb")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "DPBOOK_DATA", "DPBOOK_CACHE", "MPLBACKEND")}
+    env.update(DPBOOK_WIDGET_FRAMES="1", JUPYTER_PATH=str(sandbox["out"] / "share" / "jupyter"))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name",
+                           C.KERNEL, "-p", "no:cacheprovider", "-q", str(folder.parent)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    executed = sandbox["out"] / "executed"
+    ran = nbformat.read(executed / "tiny.ipynb", as_version=4)
+    assert ran.metadata["dpbook_run"] == {"quick": True, "frames": True, "sandbox": True}
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("DPBOOK_QUICK", "1")
+    try:
+        got = E.from_executed(chapter, executed)
+        assert got is not None
+        code = [c for c in got.cells if c.cell_type == "code"]
+        assert len(code) == len(nb.cells) - 1                         # the probe is not kept
+        assert [o.text for o in code[1].outputs] == ["hello\n"]
+        assert code[2].outputs == []                                  # 'x + 1;' shows nothing
+        assert "text/html" in code[-1].outputs[0].data                # the website's control
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), chapter)
+        assert E.from_executed(chapter, executed) is None             # another chapter's code
+        monkeypatch.setenv("DPBOOK_QUICK", "0")
+        nbformat.write(nb, chapter)
+        assert E.from_executed(chapter, executed) is None             # another mode
+    finally:
+        monkeypatch.undo()
 
 
 def test_sandbox_copies_every_chapter_with_its_pin(sandbox, tmp_path):
