@@ -233,8 +233,26 @@ def subsampled_gaussian_rdp(orders: object, noise_multiplier: float,
     sample_rate : q ∈ (0, 1], the Poisson sampling probability.
 
     Returns an array with one RDP value per order (for one step; multiply by the number of steps).
+    The last :data:`_MEMO_SIZE` curves computed are remembered (a chapter asks for the same σ and q
+    many times: a calibration, then each ε reported); a copy is returned, so the memo cannot be
+    changed through it.
     """
     alpha, sigma, q = orders, noise_multiplier, sample_rate      # declared
+    key = (alpha.tobytes(), alpha.shape, float(sigma), float(q))
+    if key not in _MEMO:
+        _MEMO[key] = _subsampled_gaussian_rdp(alpha, float(sigma), float(q))
+        while len(_MEMO) > _MEMO_SIZE:
+            del _MEMO[next(iter(_MEMO))]                  # the oldest first
+    return _MEMO[key].copy()
+
+
+#: Curves remembered by :func:`subsampled_gaussian_rdp` (about 8 KB each for 100 orders).
+_MEMO_SIZE = 512
+_MEMO: dict[tuple, np.ndarray] = {}
+
+
+def _subsampled_gaussian_rdp(alpha: np.ndarray, sigma: float, q: float) -> np.ndarray:
+    """:func:`subsampled_gaussian_rdp` on checked values, without the memo."""
     if q == 1.0:
         return alpha / (2.0 * sigma**2)
     is_int = alpha == np.round(alpha)

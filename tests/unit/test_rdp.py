@@ -171,3 +171,21 @@ def test_convexity_bound_is_above_the_series(q, sigma):
     assert np.all(np.isfinite(series))
     assert np.all(_log_a_interpolated(alpha, q, sigma) >= series * (1 - 1e-12))
 
+
+
+def test_remembered_curves_are_the_computed_ones_and_cannot_be_changed():
+    """subsampled_gaussian_rdp remembers its last curves: a repeated call returns the value the
+    unremembered computation gives, as a fresh copy (writing into one does not change the next),
+    and the memo stays bounded."""
+    from dplib.accounting import rdp as R
+    orders = np.array([1.25, 2.0, 3.5, 32.0, 256.0])
+    first = R.subsampled_gaussian_rdp(orders, 0.9, 0.02)
+    np.testing.assert_array_equal(first, R._subsampled_gaussian_rdp(orders, 0.9, 0.02))
+    first[:] = -1.0
+    again = R.subsampled_gaussian_rdp(orders, 0.9, 0.02)
+    np.testing.assert_array_equal(again, R._subsampled_gaussian_rdp(orders, 0.9, 0.02))
+    assert again is not R.subsampled_gaussian_rdp(orders, 0.9, 0.02)
+    assert not np.array_equal(R.subsampled_gaussian_rdp(orders, 0.9, 0.03), again)
+    for k in range(R._MEMO_SIZE + 5):
+        R.subsampled_gaussian_rdp(np.array([2.0]), 1.0 + k / 1000, 0.5)
+    assert len(R._MEMO) == R._MEMO_SIZE
