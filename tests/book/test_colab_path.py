@@ -4,8 +4,9 @@ Every chapter is *run* as Colab runs it by ``make test-notebooks``: nbval execut
 in an empty folder of a Colab-like sandbox (tools/colab_sandbox.py: dplib from a wheel of this
 tree, a stand-in for ``google.colab``, pip replaced by a recorder), and the last cell of each copy
 asserts the Colab path — the one pinned install, dplib from the wheel, every live panel redrawn,
-every widget drawn by Colab's custom widget manager. One run serves both checks (they used to
-run every chapter twice).
+every widget drawn by Colab's custom widget manager. One run serves three purposes: nbval, the
+Colab path, and the quick book's outputs (``make test`` draws the website's frames in it and
+builds the quick book from it, tools/execute_chapters.py --executed).
 
 Here: the sandbox itself (its probe must fail when the Colab path is broken), what the wheel
 ships and requires, and the setup cells' pins.
