@@ -41,9 +41,11 @@ from sitecheck import SITE, chapter_pages, html_pages, serve, soup
 
 MIN_TEXT_PX = 9.0
 FONT_KEY = "dpbook:min-font-px"
-#: NumPy / PyTorch reprs that mean a raw value reached the page.
+#: NumPy / PyTorch reprs that mean a raw value reached the page, and an object's default repr
+#: (``<matplotlib.legend.Legend at 0x7f...>``: a cell's last value shown by mistake).
 REPR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint|bool|complex|str_|bytes_|longdouble|"
-                  r"half|single|double)\w*\(|(?<![\w.])array\(\[|(?<![\w.])tensor\(")
+                  r"half|single|double)\w*\(|(?<![\w.])array\(\[|(?<![\w.])tensor\(|"
+                  r"<[\w.]+(?: object)? at 0x[0-9a-fA-F]+>")
 PATHLIKE = re.compile(r"(^|/)[\w.-]+\.(png|jpe?g|svg|gif|webp)$|^[0-9a-f]{32,}|^_images/|"
                       r"^data:|^(figure|image|img|plot|png)\s*\d*$", re.I)
 
