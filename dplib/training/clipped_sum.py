@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from operator import is_
+from itertools import chain
+from operator import is_, methodcaller
 from typing import Callable
 
 import torch
@@ -53,13 +54,6 @@ __all__ = ["private_clipped_sum", "exact_clipped_sum", "private_per_example_grad
 _CONTAINERS = (dict, list, set)
 _PLAIN_CONTAINERS = frozenset({dict, OrderedDict, list, set})    # exact types: no own __len__
 _ATOMS = frozenset({bool, int, float, str, type(None)})
-
-
-def _same_dict(v: dict, saved: dict) -> bool:
-    """Whether ``v`` holds the same keys, in the same order, bound to the very same objects as
-    ``saved`` (identity, not ``==``: a value's own ``__eq__`` is never called)."""
-    return len(v) == len(saved) and all(map(is_, v.values(), saved.values())) \
-        and list(v) == list(saved)          # keys: identical or equal (list == tries `is` first)
 
 
 @unconstrained("an internal record of a model's state, taken by the clipped-sum stage and the "
@@ -118,6 +112,7 @@ class StateSnapshot:
                     tensors.append(t)
             entries.append([m, attrs, tuple(empty), full, tattrs])
         self._entries = entries
+        self._flat = _flatten(entries)
         old = {id(t): saved for t, saved, *_ in self.tensors}
         self.tensors = [(t, old.get(id(t))) for t in tensors]
 
@@ -148,20 +143,27 @@ class StateSnapshot:
     # --- comparing ------------------------------------------------------------------------
     def _same_structure(self) -> bool:
         """Whether every module's attributes and containers are as the snapshot saw them
-        (identities and contents; tensors' versions aside)."""
-        for m, attrs, empty, full, _ in self._entries:
-            if not _same_dict(vars(m), attrs) or any(map(len, empty)):
-                return False
-            for _, v, saved, ids in full:
-                if ids is not None:
-                    if len(v) != len(ids) or [id(x) for x in v] != ids:
-                        return False
-                elif isinstance(v, dict):
-                    if not _same_dict(v, saved):
-                        return False
-                elif len(v) != len(saved) or not all(map(is_, v, saved)):
-                    return False
-        return True
+        (identities and contents; tensors' versions aside): every dict (a module's
+        ``__dict__``, a dict attribute) holds the same keys, in the same order, bound to the very
+        same objects (identity, not ``==``: a value's own ``__eq__`` is never called; keys
+        identical or equal), every list the same objects in order, every set the same members,
+        every empty container is still empty. Made for all modules and containers at once
+        (:func:`_flatten`): the lengths first, then the values' identities and the keys, each in
+        one pass over the concatenation (equal lengths make it the container-by-container
+        comparison)."""
+        (mods, empty, dicts, dlens, dvals, dkeys, lists, llens, lvals, sets, slens,
+         sids) = self._flat
+        if any(map(len, empty)):
+            return False
+        ds = [*map(vars, mods), *dicts]
+        if list(map(len, ds)) != dlens or not all(map(is_, chain.from_iterable(
+                map(_VALUES, ds)), dvals)) or list(chain.from_iterable(ds)) != dkeys:
+            return False
+        if list(map(len, lists)) != llens or not all(map(is_, chain.from_iterable(lists),
+                                                         lvals)):
+            return False
+        return list(map(len, sets)) == slens and \
+            list(map(id, chain.from_iterable(sets))) == sids
 
     def _same_tensors(self) -> bool:
         for t, _, flag, version, ptr, shape in self.tensors:
@@ -202,6 +204,28 @@ class StateSnapshot:
             t.requires_grad_(flag)
         self._take_structure()
         self._take_tensors()
+
+
+_VALUES = methodcaller("values")
+
+
+def _flatten(entries: list) -> tuple:
+    """What :meth:`StateSnapshot._same_structure` compares, as flat lists: the modules and
+    every empty container; the dicts (each module's ``__dict__``, then its non-empty dict
+    attributes), their lengths, values and keys in order; the lists, their lengths and values;
+    the sets, their lengths and the ids of their members in iteration order."""
+    mods = [e[0] for e in entries]
+    empty = [v for e in entries for v in e[2]]
+    full = [x for e in entries for x in e[3]]
+    dicts = [(v, saved) for _, v, saved, ids in full if ids is None and isinstance(v, dict)]
+    lists = [(v, saved) for _, v, saved, ids in full if ids is None and not isinstance(v, dict)]
+    sets = [(v, ids) for _, v, _, ids in full if ids is not None]
+    saved_dicts = [e[1] for e in entries] + [saved for _, saved in dicts]
+    return (mods, empty, [v for v, _ in dicts], [len(d) for d in saved_dicts],
+            [x for d in saved_dicts for x in d.values()], [k for d in saved_dicts for k in d],
+            [v for v, _ in lists], [len(saved) for _, saved in lists],
+            [x for _, saved in lists for x in saved], [v for v, _ in sets],
+            [len(ids) for _, ids in sets], [i for _, ids in sets for i in ids])
 
 
 def _put(t: torch.Tensor, saved: torch.Tensor) -> None:

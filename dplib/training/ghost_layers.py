@@ -68,6 +68,11 @@ def use_gram(positions: int, fan_in: int, fan_out: int) -> bool:
     Sec. 3) choose the Gram form when 2T² < d_in·d_out. T = 1 needs neither (‖a‖·‖g‖)."""
     positions = check_int("positions", positions)
     fan_in, fan_out = check_int("fan_in", fan_in), check_int("fan_out", fan_out)
+    return _gram_rule(positions, fan_in, fan_out)
+
+
+def _gram_rule(positions: int, fan_in: int, fan_out: int) -> bool:
+    """:func:`use_gram` without its argument checks (the layer's own integer sizes, per step)."""
     return positions > 1 and 2 * positions * positions < fan_in * fan_out
 
 
@@ -181,7 +186,7 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
     one = t == 1 and not conv                 # a Linear at one position: g is [B, O]
     ng = row_norms(g.reshape(b, -1)) if one else None
     if _on(module, "weight"):
-        path = layer_path(module, gout.shape)
+        path = _path(module, t, fan_in, fan_out)
         if path == "outer":
             a = x.reshape(b, -1)
             state.update(mode="outer", a=a, g=g.reshape(b, -1))
@@ -198,15 +203,29 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
             else:                            # an extreme record in the batch: form them
                 path = "per-example"
         if path == "per-example":
-            per = _conv_per_example(module, x, gout) if conv else \
-                g.transpose(1, 2) @ x.reshape(b, -1, fan_in)           # [B, O, I]
-            state.update(mode="per_example", per=per)
+            if conv:
+                per, flip = _conv_per_example(module, x, gout), False
+            else:                          # Σ_t g_t a_tᵀ, the larger fan last (see _linear_per)
+                per, flip = _linear_per(x.reshape(b, -1, fan_in), g)
+            state.update(mode="per_example", per=per, flip=flip)
             sq = sq + row_norms(per.reshape(b, -1)).pow(2)
     if _on(module, "bias"):                   # the bias gradient is Σ_t g_t (g itself if T = 1)
         gb = g.reshape(b, -1) if one else g.sum(3).reshape(b, -1) if conv else g.sum(1)
         state["gb"] = gb
         sq = sq + (ng if one else row_norms(gb)).pow(2)
     return state, sq
+
+
+def _linear_per(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """Every example's weight gradient Σ_t g_t a_tᵀ of a linear layer from a: [B, T, I] and
+    g: [B, T, O], by one batched product, and whether it is stored transposed: [B, O, I] (False)
+    where O ≤ I, else [B, I, O] (True). Same numbers either way (each entry is one dot product
+    over the T positions; its Frobenius norm is the same), but the product whose output has the
+    larger fan last runs 2–3× faster on CPU (a LoRA B of rank 8 to 192 outputs: 0.28 vs 0.82 ms
+    at batch 32 × 64 tokens)."""
+    if g.shape[-1] > a.shape[-1]:
+        return a.transpose(1, 2) @ g, True                          # [B, I, O]
+    return g.transpose(1, 2) @ a, False                             # [B, O, I]
 
 
 def _dims(module: nn.Module, shape: torch.Size) -> tuple[int, int, int]:
@@ -229,10 +248,14 @@ def layer_path(module: nn.Module, shape: torch.Size) -> str:
         return "tokens"
     if isinstance(module, (nn.GroupNorm, nn.LayerNorm)):
         return "affine"
-    t, fan_in, fan_out = _dims(module, shape)
+    return _path(module, *_dims(module, shape))
+
+
+def _path(module: nn.Module, t: int, fan_in: int, fan_out: int) -> str:
+    """:func:`layer_path` of a Linear/Conv from its :func:`_dims`."""
     if t == 1 and _linear_like(module):
         return "outer"
-    return "gram" if use_gram(t, fan_in, fan_out) else "per-example"
+    return "gram" if _gram_rule(t, fan_in, fan_out) else "per-example"
 
 
 def _on(module: nn.Module, name: str) -> bool:
@@ -354,8 +377,11 @@ def layer_clipped_sum(module: nn.Module, state: dict, fs: ClipFactors) -> dict[s
     out, f = {}, fs.f
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)) or is_hf_conv1d(module):
         mode, g = state["mode"], state["g"]
-        if mode == "per_example":
-            w = weighted_example_sum(f, state["per"])
+        if mode == "per_example":                # weighted_example_sum, with fs's cached cast
+            wt = fs.weights(state["per"].dtype)
+            w = torch.tensordot(wt, fs.live(state["per"], wt), dims=1)
+            if state.get("flip"):                # [in, out]: Conv1D's own layout, a Linear's ᵀ
+                w = w.T.contiguous() if not is_hf_conv1d(module) else w.T
         elif mode == "outer":                                   # MLP: one matrix product
             wt = fs.weights(g.dtype)
             go, a = _weigh_smaller(fs.live(state["g"], wt), fs.live(state["a"], wt), wt)

@@ -271,6 +271,24 @@ def test_conv1d_every_path_equals_the_loop(positions, path):
     assert_same_sum(got, want)
 
 
+@pytest.mark.parametrize("d_in, d_out", [(8, 6), (6, 8), (3, 16)])
+def test_conv1d_per_example_layouts_equal_the_loop(d_in, d_out):
+    """The per-example path forms Σ_t g_t a_tᵀ with the larger fan last ([B, out, in] or
+    [B, in, out]); either way the sum, stored [in, out] like the Conv1D's weight, and the norms
+    equal the loop's."""
+    model = Conv1DSeq(d_in, d_out)
+    gen = torch.Generator().manual_seed(d_out)
+    x = torch.randn(7, 12, d_in, generator=gen)
+    y = torch.randint(0, 3, (7,), generator=gen)
+    assert ghost_plan(model, F.cross_entropy, x, y)["layer"] == "per-example"
+    want, want_norms, _ = exact_clipped_sum(model, F.cross_entropy, x, y, 0.5)
+    got, norms, _ = ghost_clipped_grad_sum(model, F.cross_entropy, x, y, 0.5)
+    assert got["layer.weight"].shape == model.layer.weight.shape == (d_in, d_out)
+    assert got["layer.weight"].is_contiguous()
+    torch.testing.assert_close(norms, want_norms, rtol=1e-5, atol=1e-6)
+    assert_same_sum(got, want)
+
+
 @pytest.mark.parametrize("mode", ["bias", "full"])
 def test_gpt2_bias_and_full_fine_tuning_by_ghost_equal_the_loop(gpt2, mode):
     """BitFit (Conv1D and LayerNorm biases) and full fine-tuning (every Conv1D, both embeddings,

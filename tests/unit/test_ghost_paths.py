@@ -72,6 +72,10 @@ CASES = {
     "linear_per_example": (lambda: Seq(nn.Linear(4, 5), 5),
                            lambda: torch.randn(6, 9, 4, generator=_g()),
                            {"layer": "per-example"}),
+    # the same with fan-out < fan-in: the per-example gradient is formed in the other layout
+    "linear_per_example_narrow": (lambda: Seq(nn.Linear(5, 4), 4),
+                                  lambda: torch.randn(6, 9, 5, generator=_g()),
+                                  {"layer": "per-example"}),
     # 6×6 input, stride 2 → T = 9: 2·81 = 162 ≥ (4/2·9)·(8/2) = 72 → per-example
     "conv2d_per_example": (lambda: Conv(nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=2)),
                            lambda: torch.randn(5, 4, 6, 6, generator=_g()),
