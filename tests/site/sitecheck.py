@@ -65,6 +65,13 @@ def soup(path: Path) -> BeautifulSoup:
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
+def head(path: Path) -> BeautifulSoup:
+    """The page's ``<head>`` alone, parsed (a chapter page is half a megabyte of figures)."""
+    text = path.read_text(encoding="utf-8")
+    end = text.find("</head>")
+    return BeautifulSoup(text if end < 0 else text[:end + len("</head>")], "html.parser")
+
+
 def require_site(site: Path, how: str) -> None:
     if not (site / "index.html").exists():
         pytest.fail(f"no built site at {site}: run `{how}` first")

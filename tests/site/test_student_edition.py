@@ -15,7 +15,7 @@ import yaml
 
 from bs4 import BeautifulSoup
 
-from sitecheck import ROOT, chapter_pages, html_pages, soup, toc_pages
+from sitecheck import ROOT, chapter_pages, head, html_pages, soup, toc_pages
 from student_edition import revealing_cells  # tools/ is on the path (sitecheck)
 
 TEXT_SUFFIXES = {".html", ".js", ".ipynb", ".md", ".txt", ".json"}
@@ -49,7 +49,7 @@ def test_the_tab_names_the_book_once(site, student_site):
     book = yaml.safe_load((ROOT / "_config.yml").read_text())["title"]
     for where in (site, student_site):
         for page in toc_pages():
-            title = soup(where / page).title.get_text()
+            title = head(where / page).title.get_text()
             assert title.count(book) == 1, f"{page}: tab title {title!r}"
 
 
