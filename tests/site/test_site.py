@@ -5,7 +5,8 @@ What a reader of the site must see without a kernel and without network (DESIGN.
 without JavaScript errors, its math is typeset by the site's own MathJax, every image on it has
 loaded, nothing is fetched from outside the site, and each chapter's widget shows its default
 figure. The search page answers a query offline. Screenshots of the first screen of every page
-(and of each chapter in full) are written to ``<site>/../screenshots`` for a person to look at.
+are written to ``<site>/../screenshots`` for a person to look at; with ``DPBOOK_FULL_SHOTS=1``,
+also each chapter's first 16,000 px (2.4 s a chapter, so not in ``make test``).
 
 One browser session serves every test, and each page is loaded once: a chapter's checks of its
 figures and widget read the same load as its check of errors, math and images. Links are checked
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import threading
 
 import pytest
@@ -116,8 +118,8 @@ def _load(browser, site_url: str, page: str) -> tuple[dict, list[dict]]:
         browser.set_window_size(*FIRST_SCREEN)
         info, log = _open(browser, f"{site_url}/{page}")
         browser.save_screenshot(str(SHOTS / _shot_name(page)))
-        if page in chapter_pages():
-            # A full-page screenshot of the chapter for a person to look at.
+        if page in chapter_pages() and os.environ.get("DPBOOK_FULL_SHOTS") == "1":
+            # A long screenshot of the chapter for a person to look at.
             height = browser.execute_script("return document.body.scrollHeight")
             browser.set_window_size(FIRST_SCREEN[0], min(height, 16000))
             browser.save_screenshot(str(SHOTS / _shot_name(page, "full_")))
