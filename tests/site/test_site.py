@@ -155,8 +155,10 @@ def test_chapter_has_figures_and_visible_widget_default(browser, site_url, page)
 
 def test_search_works_offline(browser, site_url, site):
     browser.get(f"{site_url}/search.html?q=randomized+response")
-    results = WebDriverWait(browser, 30).until(
-        lambda b: b.find_elements(By.CSS_SELECTOR, "#search-results ul.search li"))
+    # Results are listed one at a time; the summary line is written once all of them are.
+    WebDriverWait(browser, 30).until(
+        lambda b: b.find_element(By.CSS_SELECTOR, "#search-results p.search-summary").text)
+    results = browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li")
     links = [r.find_element(By.TAG_NAME, "a").get_attribute("href") for r in results]
     assert any("01_randomized_response" in link for link in links), links
     browser.save_screenshot(str(SHOTS / "search.png"))
