@@ -24,7 +24,7 @@ from .._validate import shown
 from ._params import COUNT
 from .prompts import PromptBatch
 
-__all__ = ["HFCausalLM", "transformers_available", "PINNED_REVISIONS"]
+__all__ = ["HFCausalLM", "transformers_available", "PINNED_REVISIONS", "pinned_revision"]
 
 
 def transformers_available() -> bool:
@@ -45,7 +45,7 @@ PINNED_REVISIONS: dict[str, str] = {
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
-def _pinned_revision(model_name: str, revision: str | None = None) -> str:
+def pinned_revision(model_name: str, revision: str | None = None) -> str:
     """The hub commit to load ``model_name`` at: ``revision``, else the book's pin for that name.
 
     Refuses (``ValueError``) rather than warns when neither is there, and refuses any revision
@@ -97,7 +97,7 @@ class HFCausalLM:
         from ..device import as_device
 
         if model is None or tokenizer is None:
-            revision = _pinned_revision(model_name, revision)   # before anything is imported
+            revision = pinned_revision(model_name, revision)   # before anything is imported
             if not transformers_available():
                 raise ImportError("HFCausalLM needs the `transformers` package "
                                   "(pip install transformers) and the model weights; "

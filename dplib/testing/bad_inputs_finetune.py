@@ -33,6 +33,7 @@ def finetune_specs() -> list[Spec]:
     try:
         from torch import nn
 
+        from ..icl.tiny_lm import TINY_LM_DIR
         from ..training import finetune as FT
     except ImportError:          # torch absent: nothing of this topic to sweep
         return []
@@ -54,4 +55,31 @@ def finetune_specs() -> list[Spec]:
              params=dict(model=_NOT_A_MODEL)),
         Spec("dplib.training.finetune.LogitsOnly", lambda: FT.LogitsOnly, args=(model,),
              params=dict(model=_NOT_A_MODEL)),
+        Spec("dplib.experiments.finetune_hf.finetune_hf", _finetune_hf,      # declared
+             args=(str(TINY_LM_DIR),), kwargs=_finetune_hf_kwargs()),
+        Spec("dplib.icl.hf.pinned_revision", _pinned_revision, args=("gpt2",),
+             params=dict(model_name=["", None, 3, "no-such/model"],
+                         revision=["main", "v1.0", "607a30d", 3, "G" * 40])),
     ]
+
+
+def _finetune_hf_kwargs() -> dict:
+    """A valid call that runs offline in about a second: the tiny GPT-2, 20 reviews, one step."""
+    from transformers import PreTrainedTokenizerFast
+
+    from ..icl.data import load_book_data
+    from ..icl.tiny_lm import TINY_LM_DIR
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(TINY_LM_DIR / "tokenizer.json"),
+                                  unk_token="<unk>", pad_token="<pad>", eos_token="\n")
+    return dict(data=load_book_data("sentiment").subset(20, 10), tokenizer=tok, epochs=0.5,
+                sample_rate=0.5, max_length=4, seed=1)
+
+
+def _finetune_hf():
+    from ..experiments.finetune_hf import finetune_hf
+    return finetune_hf
+
+
+def _pinned_revision():
+    from ..icl.hf import pinned_revision
+    return pinned_revision
