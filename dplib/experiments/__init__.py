@@ -36,7 +36,8 @@ nothing heavy: each module imports torch (if it needs it) itself.
 * :mod:`dplib.experiments.finetune` — chapter 13: fine-tuning a pretrained model privately
   (from scratch, last layer, bias terms, LoRA, all weights) on the digits;
   :mod:`dplib.experiments.finetune_text` — the same comparison for the tiny GPT-2 on private
-  reviews.
+  reviews; :mod:`dplib.experiments.finetune_hf` — LoRA on a real Hugging Face model (GPT-2 at a
+  pinned commit, SST-2), the chapter's switch for Colab with a GPU.
 * :mod:`dplib.experiments.icl` — chapter 10: DP in-context learning's tables (accuracy against
   ε, membership inference against a 1-shot prompt, private product summaries, derailment by
   per-token noise) of ``benchmarks/dpicl.py`` and ``benchmarks/icl_summaries.py``;
