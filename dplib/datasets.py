@@ -32,6 +32,7 @@ import numpy as np
 
 from ._common_params import FLAG, PATH_OR_NONE, PROBABILITY, RNG, SEED
 from ._constraints import Custom, Integer, Interval, constrained, unconstrained
+from ._digits import sklearn_digits
 from ._validate import shown
 
 __all__ = ["synthetic_survey", "synthetic_health_records", "load_digits", "load_mnist",
@@ -158,21 +159,6 @@ def _split(x: np.ndarray, y: np.ndarray, seed: int, val_fraction: float, test_fr
     return out
 
 
-def _sklearn_digits() -> tuple[np.ndarray, np.ndarray]:
-    """(pixels, labels) of scikit-learn's bundled digits, read from its file
-    ``sklearn/datasets/data/digits.csv.gz`` as ``sklearn.datasets.load_digits`` reads it, but
-    without importing scikit-learn (located by ``importlib.util.find_spec``, which runs none of
-    its code)."""
-    import importlib.util
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("load_digits needs scikit-learn's bundled data (pip install scikit-learn)")
-    path = Path(list(spec.submodule_search_locations)[0]) / "datasets" / "data" / "digits.csv.gz"
-    with gzip.open(path, "rt") as f:
-        data = np.loadtxt(f, delimiter=",")
-    return data[:, :-1], data[:, -1].astype(int)
-
-
 def _to_torch(split: dict, mean: np.ndarray | None, std: np.ndarray | None) -> dict:
     import torch
     res = {}
@@ -202,7 +188,7 @@ def load_digits(*, seed: int = 0, val_fraction: float = 0.2, test_fraction: floa
     v, t = val_fraction, test_fraction
     if v + t >= 1:
         raise ValueError(f"val_fraction + test_fraction must be < 1, got {v} + {t}")
-    pixels, target = _sklearn_digits()
+    pixels, target = sklearn_digits()
     split = _split(pixels.astype(np.float32), target.astype(np.int64), seed, v, t)
     mean = std = None
     if standardize:

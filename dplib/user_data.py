@@ -15,6 +15,7 @@ import numpy as np
 
 from ._common_params import NONNEGATIVE, RNG, optional
 from ._constraints import constrained
+from ._digits import sklearn_digits
 from .accounting._params import COUNT
 
 __all__ = ["make_user_digits", "digit_images"]
@@ -22,9 +23,8 @@ __all__ = ["make_user_digits", "digit_images"]
 
 def digit_images() -> tuple[np.ndarray, np.ndarray]:
     """The 1,797 scikit-learn digits as (images [1797, 8, 8] in [0, 1], labels [1797])."""
-    from sklearn.datasets import load_digits
-    d = load_digits()
-    return (d.images / 16.0).astype(np.float64), d.target.astype(np.int64)
+    pixels, target = sklearn_digits()      # scikit-learn's file, without importing it
+    return (pixels.reshape(-1, 8, 8) / 16.0).astype(np.float64), target.astype(np.int64)
 
 
 @constrained(n_users=COUNT, records_per_user=COUNT, rng=RNG,

@@ -49,6 +49,7 @@ from torch import nn
 from .._common_params import FLAG, NONNEGATIVE, PATH_OR_NONE, POSITIVE, SEED, int_range, optional
 from .._constraints import (Custom, InstanceOf, Integer, Interval, Options, constrained,
                             unconstrained)
+from .._digits import sklearn_digits
 from .._validate import check_int, shown
 from ._finetune_params import EPSILON_OR_NONE, epsilon_list, method_list
 
@@ -114,10 +115,9 @@ class DigitsTransfer:
 def digits_transfer(*, n_private: int = 500, seed: int) -> DigitsTransfer:
     """The split of the module docstring: every image of 0–4 public (901 images); the 896 images
     of 5–9 shuffled by ``seed``, the first ``n_private`` private, the rest the test set."""
-    from sklearn.datasets import load_digits
-    d = load_digits()
-    x = (d.data / 16.0).astype(np.float32)
-    y = d.target.astype(np.int64)
+    pixels, target = sklearn_digits()      # scikit-learn's file, without importing it
+    x = (pixels / 16.0).astype(np.float32)
+    y = target.astype(np.int64)
     pub = y < 5
     idx = np.random.default_rng(seed).permutation(np.flatnonzero(~pub))
     tr, te = idx[:n_private], idx[n_private:]
