@@ -43,4 +43,7 @@ nothing heavy: each module imports torch (if it needs it) itself.
   per-token noise) of ``benchmarks/dpicl.py`` and ``benchmarks/icl_summaries.py``;
   :mod:`dplib.experiments.icl_report` — the same experiments on every language model, stored
   by ``benchmarks/icl_models.py`` (:mod:`dplib.icl` holds the mechanisms and the models).
+* :mod:`dplib.experiments.user_level` — chapter 13: user-level against record-level DP-SGD on
+  simulated writers, accuracy per cap on records per writer and per ε, with each run's ε for one
+  writer (the stored sweep of ``benchmarks/user_level_utility.py``).
 """
