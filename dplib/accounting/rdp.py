@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
+from scipy.special import gammaln, gammasgn, log_ndtr
 
 from .._constraints import Custom, constrained, unconstrained
 from .._validate import shown
@@ -101,6 +101,30 @@ def _log_a_integer(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
     return by_order_blocks(alpha, lambda block: _log_a_integer_block(block, q, sigma))
 
 
+def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """``scipy.special.logsumexp(a, axis=1)`` of a real 2-D array, by the same operations in the
+    same order (so the same bits; checked on random arrays with ties, ±inf and empty rows in
+    tests/unit/test_rdp_logsumexp.py): log1p(s/m) + log m + max, s the sum of exp(a − max) over
+    the entries below the row's maximum, m the number of entries equal to it; rows whose result
+    is not finite get log Σ exp(a). scipy's version also converts, copies and sums the whole array
+    for every row's fallback; this one is about three times faster, which the fractional-order
+    series (:func:`_log_a_fractional`) pays once per chunk and calibrations pay per σ tried."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a_max = a.max(axis=1, keepdims=True)
+        top = a == a_max
+        m = np.count_nonzero(top, axis=1).astype(float)[:, None]
+        e = np.where(top, -np.inf, a)
+        np.subtract(e, a_max, out=e)
+        np.exp(e, out=e)
+        s = e.sum(axis=1, keepdims=True)
+        s = np.where(s == 0, s, s / m)
+        out = np.log1p(s) + np.log(m) + a_max
+        bad = ~np.isfinite(out[:, 0])
+        if bad.any():
+            out[bad] = np.log(np.exp(a[bad]).sum(axis=1, keepdims=True))
+    return out[:, 0]
+
+
 def _log_a_integer_block(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
     """:func:`_log_a_integer` for one block of orders."""
     a_max = int(alpha.max())
@@ -114,7 +138,7 @@ def _log_a_integer_block(alpha: np.ndarray, q: float, sigma: float) -> np.ndarra
                              np.log(np.expm1(np.minimum(x, 1.0))))
         terms = log_binom + (a - i) * math.log1p(-q) + i * math.log(q) + log_expm1
     terms = np.where(i <= a, terms, -np.inf)
-    log_rest = logsumexp(terms, axis=1)
+    log_rest = _logsumexp_rows(terms)
     return np.logaddexp(0.0, log_rest)
 
 
@@ -165,9 +189,9 @@ def _log_a_fractional(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
                 + np.abs(x_j) + np.abs(n_j) + (np.abs(i_lq) + np.abs(i_l1q) + x_i + np.abs(n_i)
                                                + 2.0))
         both = np.logaddexp(s0, s1)
-        pos = logsumexp(np.where(sign > 0, both, -np.inf), axis=1)
-        neg = logsumexp(np.where(sign < 0, both, -np.inf), axis=1)
-        err = logsumexp(both + np.log(size), axis=1)
+        pos = _logsumexp_rows(np.where(sign > 0, both, -np.inf))
+        neg = _logsumexp_rows(np.where(sign < 0, both, -np.inf))
+        err = _logsumexp_rows(both + np.log(size))
         idx = np.flatnonzero(active)
         log_pos[idx] = np.logaddexp(log_pos[idx], pos)
         log_neg[idx] = np.logaddexp(log_neg[idx], neg)
