@@ -13,6 +13,7 @@ from matplotlib.text import Text
 
 from ._common_params import FIGURE, int_range
 from ._constraints import constrained
+from ._tight_png import tight_png
 
 __all__ = ["COLORS", "use_book_style", "compact_png", "figure_png", "min_font_pt",
            "PHONE_WIDTH_IN", "MIN_FONT_PT", "FONT_KEY"]
@@ -168,11 +169,10 @@ def figure_png(fig: Figure) -> bytes:
             warnings.filterwarnings(        # and a reader's page shows no warning
                 "ignore", "This figure includes Axes that are not compatible", UserWarning)
             fig.tight_layout()
-    raw = io.BytesIO()
-    fig.savefig(raw, format="png")      # draws the figure: every tick label exists now
+    png = tight_png(fig)                # draws the figure: every tick label exists now
     dpi = mpl.rcParams["savefig.dpi"]
     dpi = fig.dpi if dpi == "figure" else float(dpi)
-    return _png_text(raw.getvalue(), FONT_KEY, f"{min_font_pt(fig) * dpi / 72:.2f}")
+    return _png_text(png, FONT_KEY, f"{min_font_pt(fig) * dpi / 72:.2f}")
 
 
 @constrained(fig=FIGURE, colors=int_range(2, 256))
@@ -187,9 +187,7 @@ def compact_png(fig: Figure, *, colors: int = 256) -> bytes:
     """
     from PIL import Image
 
-    raw = io.BytesIO()
-    fig.savefig(raw, format="png")
-    raw.seek(0)
+    raw = io.BytesIO(tight_png(fig))
     with Image.open(raw) as im:   # on white, as the page shows it (a transparent figure too)
         rgba = im.convert("RGBA")
     rgb = Image.alpha_composite(Image.new("RGBA", rgba.size, "white"), rgba).convert("RGB")

@@ -27,7 +27,6 @@ used by the ipywidgets readout, the captions and the static control alike.
 from __future__ import annotations
 
 import html
-import io
 import math
 import time
 from typing import Any, Callable
@@ -40,6 +39,7 @@ from .widget_frames import (FRAME_BUDGET_S, FRAMES_ENV, LIVE_CLASS,  # noqa: F40
                             frame_grid, frames_enabled, live_control_html, plan_grid)
 from ._common_params import FLAG, FLAG_OR_NONE, POSITIVE, TEXT_OR_NONE
 from ._constraints import IsCallable, constrained, unconstrained
+from ._tight_png import tight_png
 from ._validate import shown
 from .widget_controls import (CAPTION_CLASS, CONTROLS, CONTROLS_CLASS, Control,  # noqa: F401
                               dropdown, format_value, int_slider, log_slider, slider)
@@ -107,10 +107,10 @@ class FigurePanel:
     def png(self, **values: Any) -> bytes:
         """The figure as PNG bytes (the figure is closed afterwards, so nothing leaks)."""
         fig = self.figure(**values)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        plt.close(fig)
-        return buf.getvalue()
+        try:
+            return tight_png(fig)       # fig.savefig's PNG, drawn once (dplib._tight_png)
+        finally:
+            plt.close(fig)
 
     @unconstrained("passes its keyword values to FigurePanel.figure, which checks them")
     def frame(self, **values: Any) -> bytes:
