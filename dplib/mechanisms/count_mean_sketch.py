@@ -143,12 +143,20 @@ def cms_sketch(rows: object, vectors: object, sketch: CountMeanSketch) -> np.nda
             or (j < 0).any() or (j >= sk.rows).any()):
         raise ValueError(f"rows must be a non-empty 1-D array of integers in [0, {sk.rows}), "
                          f"got {shown(rows)}")
-    if v.shape != (j.size, sk.columns) or not np.isin(v, (-1, 1)).all():
+    if v.shape != (j.size, sk.columns) or not ((v == 1) | (v == -1)).all():
         raise ValueError(f"vectors must be a ({j.size}, {sk.columns}) array of ±1, got shape "
                          f"{v.shape}")
-    x = sk.rows * (0.5 * sk.c_epsilon * v.astype(float) + 0.5)
+    # Row l of M: x = k·(c_ε/2·ṽ + 1/2) of its reports added in their order, as
+    # np.add.at(M, j, x) adds them (the same bits), several times faster: the reports stably
+    # sorted by row, then one sum over each row's run (a sum along axis 0 adds the rows one after
+    # the other). A loop over the sketch rows in use (at most min(n, k)), not over reports.
+    order = np.argsort(j, kind="stable")
+    js = j[order]
+    x = sk.rows * (0.5 * sk.c_epsilon * v[order].astype(float) + 0.5)
     out = np.zeros((sk.rows, sk.columns))
-    np.add.at(out, j, x)
+    starts = np.flatnonzero(np.r_[True, js[1:] != js[:-1]])
+    for row, a, b in zip(js[starts].tolist(), starts.tolist(), [*starts[1:].tolist(), js.size]):
+        out[row] = x[a:b].sum(axis=0)
     return out
 
 
