@@ -38,6 +38,8 @@ from .bad_inputs_synthetic import SYNTHETIC_EXCLUDED
 from .bad_inputs_user_level import USER_LEVEL_EXCLUDED
 from .bad_inputs_zcdp import ZCDP_EXCLUDED
 from .bad_inputs_els import ELS_EXCLUDED, els_specs
+from .bad_inputs_user_level_utility import (USER_LEVEL_UTILITY_EXCLUDED,
+                                               user_level_utility_specs)
 from ._sweep import (BAD, INF, NAN, Case, Spec, call_spec, cases, check_case,  # noqa: F401
                      public_callables)
 
@@ -198,7 +200,8 @@ _BASE_EXCLUDED: dict[str, str] = {
 EXCLUDED: dict[str, str] = {**_BASE_EXCLUDED, **CORRELATED_EXCLUDED, **EXPERIMENTS_EXCLUDED,
                             **FINETUNE_EXCLUDED, **MEMBERSHIP_EXCLUDED, **REPORTING_EXCLUDED,
                             **SELECTION_EXCLUDED, **SYNTHETIC_EXCLUDED, **USER_LEVEL_EXCLUDED,
-                            **ZCDP_EXCLUDED, **ELS_EXCLUDED}
+                            **ZCDP_EXCLUDED, **ELS_EXCLUDED,
+                            **USER_LEVEL_UTILITY_EXCLUDED}
 
 
 def all_specs() -> list[Spec]:
@@ -208,7 +211,7 @@ def all_specs() -> list[Spec]:
             + figures_specs_more() + private_run_specs() + correlated_specs() + selection_specs()
             + plotting_specs() + synthetic_specs() + zcdp_specs() + finetune_specs()
             + reporting_specs() + user_level_specs() + experiments_specs()
-            + membership_specs() + els_specs())
+            + membership_specs() + els_specs() + user_level_utility_specs())
 
 
 #: Cases known to fail, in modules this sweep's author may not edit; reported to their owners.
