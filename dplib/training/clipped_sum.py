@@ -79,7 +79,10 @@ class StateSnapshot:
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model
-        self.tensors: list = []
+        self._ts: list = []               # the distinct parameters and buffers, in order
+        self._saved: list = []            # their values (buffers reused while they fit)
+        self._fit: list = []              # (shape, dtype, device) of each saved buffer
+        self._marks: tuple = ()           # flags, versions, storages, shapes: _take_tensors
         self._entries: list | None = None
         self.refresh()
 
@@ -88,16 +91,17 @@ class StateSnapshot:
         """Every module's attributes (a copy of its ``__dict__``), its containers' contents and
         its tensor attributes, and the list of distinct parameters and buffers."""
         entries, seen, tensors = [], set(), []
+        atoms, plain, tensor = _ATOMS, _PLAIN_CONTAINERS, torch.Tensor
         for m in self.model.modules():
             attrs = vars(m).copy()
             empty, full, tattrs = [], [], []
             for k, v in attrs.items():
                 t = type(v)
-                if t in _ATOMS:                      # neither a tensor nor a container
+                if t in atoms:                       # neither a tensor nor a container
                     continue
-                if t in _PLAIN_CONTAINERS and not v:   # most of them: empty hook registries
+                if t in plain and not v:             # most of them: empty hook registries
                     empty.append(v)
-                elif isinstance(v, torch.Tensor):
+                elif isinstance(v, tensor):
                     tattrs.append((k, v, None, None))        # value and marks: _take_tensors
                 elif isinstance(v, _CONTAINERS):
                     if not v:
@@ -113,22 +117,33 @@ class StateSnapshot:
             entries.append([m, attrs, tuple(empty), full, tattrs])
         self._entries = entries
         self._flat = _flatten(entries)
-        old = {id(t): saved for t, saved, *_ in self.tensors}
-        self.tensors = [(t, old.get(id(t))) for t in tensors]
+        self._tattrs = [e for e in entries if e[4]]          # modules with tensor attributes
+        old = {id(t): (saved, fit) for t, saved, fit in zip(self._ts, self._saved, self._fit)}
+        kept = [old.get(id(t), (None, None)) for t in tensors]
+        self._ts = tensors
+        self._saved = [saved for saved, _ in kept]
+        self._fit = [fit for _, fit in kept]
+
+    def _read_marks(self) -> tuple:
+        """Every parameter's and buffer's requires_grad flag, version counter, storage pointer
+        and shape, as four lists (compared list to list by :meth:`_same_tensors`)."""
+        ts = self._ts
+        return ([t.requires_grad for t in ts], [t._version for t in ts],
+                [t.data_ptr() for t in ts], [t.shape for t in ts])
 
     def _take_tensors(self) -> None:
         """Copy every parameter's and buffer's values (into buffers reused while they fit) and
         read its marks; clone every tensor attribute and read its marks."""
-        out = []
-        for t, saved, *_ in self.tensors:
-            if saved is None or saved.shape != t.shape or saved.dtype != t.dtype \
-                    or saved.device != t.device:
-                saved = torch.empty_like(t.detach())
-            out.append((t, saved, t.requires_grad, t._version, t.data_ptr(), t.shape))
-        self.tensors = out
+        ts = self._ts
+        fit = [(t.shape, t.dtype, t.device) for t in ts]
+        if fit != self._fit:                 # a tensor new, or reshaped, cast or moved
+            self._saved = [s if s is not None and f == g else torch.empty_like(t.detach())
+                           for t, s, f, g in zip(ts, self._saved, fit, self._fit)]
+            self._fit = fit
+        self._marks = self._read_marks()
         with torch.no_grad():
-            torch._foreach_copy_([s for _, s, *_ in out], [t.detach() for t, *_ in out])
-        for e in self._entries:
+            torch._foreach_copy_(self._saved, ts)
+        for e in self._tattrs:
             if e[4]:
                 e[4] = [(k, v, v.detach().clone(), (v._version, v.data_ptr(), v.shape))
                         for k, v, _, _ in e[4]]
@@ -166,11 +181,9 @@ class StateSnapshot:
             list(map(id, chain.from_iterable(sets))) == sids
 
     def _same_tensors(self) -> bool:
-        for t, _, flag, version, ptr, shape in self.tensors:
-            if t._version != version or t.data_ptr() != ptr or t.shape != shape \
-                    or t.requires_grad != flag:
-                return False
-        for e in self._entries:
+        if self._read_marks() != self._marks:
+            return False
+        for e in self._tattrs:
             for _, v, _, marks in e[4]:
                 if (v._version, v.data_ptr(), v.shape) != marks:
                     return False
@@ -199,7 +212,7 @@ class StateSnapshot:
                 v.extend(saved) if isinstance(v, list) else v.update(saved)
             for _, v, saved, _ in tattrs:
                 _put(v, saved)
-        for t, saved, flag, *_ in self.tensors:
+        for t, saved, flag in zip(self._ts, self._saved, self._marks[0]):
             _put(t, saved)
             t.requires_grad_(flag)
         self._take_structure()

@@ -102,14 +102,15 @@ def _trainable_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
                          f"{shown(model)}"[:300])
     out, owner = [], {}
     for name, m in model.named_modules(remove_duplicate=False):
+        ps = m._parameters
+        if not ps or not any(p is not None and p.requires_grad for p in ps.values()):
+            continue                      # no trainable parameter: most modules
         # m.named_parameters(recurse=False), read directly (this runs at every step)
         named, ids = [], set()
-        for k, p in m._parameters.items():
+        for k, p in ps.items():
             if p is not None and id(p) not in ids:
                 ids.add(id(p))
                 named.append((k, p))
-        if not any(p.requires_grad for _, p in named):
-            continue
         if not isinstance(m, GHOST_LAYERS) and not is_hf_conv1d(m):
             raise ValueError(
                 f"ghost=True supports trainable parameters only in "

@@ -54,7 +54,12 @@ def _maxabs(t: torch.Tensor, b: int) -> torch.Tensor:
 
 
 def _in_range(s: torch.Tensor) -> bool:
-    """Whether every per-example maximum in ``s`` is 0 or inside [1/_SAFE, _SAFE]."""
+    """Whether every per-example maximum in ``s`` is 0 or inside [1/_SAFE, _SAFE] (first by
+    one reduction: the smallest and largest inside it, the common case)."""
+    if s.numel():
+        lo, hi = torch.aminmax(s)          # NaN propagates to both: then the exact test
+        if float(lo) >= 1 / _SAFE and float(hi) <= _SAFE:
+            return True
     return bool(((s == 0) | ((s >= 1 / _SAFE) & (s <= _SAFE))).all())
 
 
@@ -171,7 +176,7 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
     Gram-path layer formed instead; per-example paths compute norms with :func:`row_norms` (no
     overflow or underflow) from the very tensor the clipped sum uses."""
     b = gout.shape[0]
-    sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
+    sq = None                 # Σ of the terms below (0 + v = v exactly: no zeros to add to)
     conv = not _linear_like(module)
     t, fan_in, fan_out = _dims(module, gout.shape)
     if conv:
@@ -190,7 +195,7 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
         if path == "outer":
             a = x.reshape(b, -1)
             state.update(mode="outer", a=a, g=g.reshape(b, -1))
-            sq = sq + (row_norms(a) * ng).pow(2)
+            sq = _plus(sq, (row_norms(a) * ng).pow(2))
         if path == "gram":
             if conv:
                 a, gg = _conv_unfold(module, x).transpose(2, 3), g.transpose(2, 3)
@@ -199,7 +204,7 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
             ma, mg = _maxabs(a, b), _maxabs(gg, b)
             if _in_range(ma) and _in_range(mg):
                 state.update(mode="gram", a=a, gg=gg)
-                sq = sq + _gram_sq(a, gg, ma, mg)
+                sq = _plus(sq, _gram_sq(a, gg, ma, mg))
             else:                            # an extreme record in the batch: form them
                 path = "per-example"
         if path == "per-example":
@@ -208,12 +213,19 @@ def _affine_prepare(module, x: torch.Tensor, gout: torch.Tensor) -> tuple[dict, 
             else:                          # Σ_t g_t a_tᵀ, the larger fan last (see _linear_per)
                 per, flip = _linear_per(x.reshape(b, -1, fan_in), g)
             state.update(mode="per_example", per=per, flip=flip)
-            sq = sq + row_norms(per.reshape(b, -1)).pow(2)
+            sq = _plus(sq, row_norms(per.reshape(b, -1)).pow(2))
     if _on(module, "bias"):                   # the bias gradient is Σ_t g_t (g itself if T = 1)
         gb = g.reshape(b, -1) if one else g.sum(3).reshape(b, -1) if conv else g.sum(1)
         state["gb"] = gb
-        sq = sq + (ng if one else row_norms(gb)).pow(2)
+        sq = _plus(sq, (ng if one else row_norms(gb)).pow(2))
+    if sq is None:                            # neither weight nor bias trainable
+        sq = torch.zeros(b, dtype=torch.float64, device=gout.device)
     return state, sq
+
+
+def _plus(sq: torch.Tensor | None, v: torch.Tensor) -> torch.Tensor:
+    """``sq + v``, or ``v`` itself where nothing was added yet."""
+    return v if sq is None else sq + v
 
 
 def _linear_per(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, bool]:

@@ -208,9 +208,13 @@ def row_norms(rows: torch.Tensor) -> torch.Tensor:
     if not isinstance(rows, torch.Tensor) or rows.dim() != 2:
         raise ValueError(f"rows must be a 2-d torch tensor [B, D], got {shown(rows)}"[:300])
     n = torch.linalg.vector_norm(rows, dim=1).double()
-    if not rows.is_floating_point() or rows.shape[1] == 0:
+    if not rows.is_floating_point() or rows.shape[1] == 0 or n.numel() == 0:
         return n
-    suspect = ~torch.isfinite(n) | (n < _underflow_threshold(rows.dtype))
+    thr = _underflow_threshold(rows.dtype)
+    lo, hi = torch.aminmax(n)          # NaN propagates to both: then the rows are looked at
+    if float(lo) >= thr and math.isfinite(float(hi)):
+        return n                       # the common case, in one reduction
+    suspect = ~torch.isfinite(n) | (n < thr)
     if bool(suspect.any()):
         sub = rows[suspect]
         s = sub.abs().amax(1)
