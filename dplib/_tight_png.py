@@ -6,10 +6,11 @@ figure whose layout is already done (no layout engine, or the placeholder that
 ``fig.tight_layout()`` leaves), the first draw changes nothing that the measurement reads:
 ``Figure.get_tightbbox`` updates the ticks, applies the aspect and places titles and legends
 itself. So the box is measured directly, at the save resolution, on a fresh Agg renderer, and
-``savefig`` gets it as an explicit box (which skips the extra draw). The PNG is byte-for-byte the
-one ``savefig`` writes (tests/unit/test_plotting_mathtext.py compares them); a figure with an active
-layout engine (e.g. ``layout="constrained"``, which lays out during the draw) or non-tight
-``savefig.bbox`` settings goes through ``savefig`` unchanged.
+``savefig`` gets it as an explicit box (which skips the extra draw). A constrained layout (which
+savefig's first draw runs before drawing anything) is run first, at the save resolution, as that
+draw would. The PNG is byte-for-byte the one ``savefig`` writes (tests/unit/test_tight_png.py
+compares them); other layout engines and non-tight ``savefig.bbox`` settings go through
+``savefig`` unchanged.
 """
 from __future__ import annotations
 
@@ -25,17 +26,20 @@ def tight_png(fig: Figure) -> bytes:
     """``fig.savefig(buf, format="png")`` under the current rcParams, as bytes (see the module)."""
     from matplotlib import cbook
     from matplotlib.backends.backend_agg import RendererAgg
-    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+    from matplotlib.layout_engine import ConstrainedLayoutEngine, PlaceHolderLayoutEngine
 
     buf = io.BytesIO()
     engine = fig.get_layout_engine()
     dpi = mpl.rcParams["savefig.dpi"]
     pad = mpl.rcParams["savefig.pad_inches"]
     if (mpl.rcParams["savefig.bbox"] != "tight" or dpi == "figure" or pad in (None, "layout")
-            or not (engine is None or type(engine) is PlaceHolderLayoutEngine)):
+            or type(engine) not in (type(None), PlaceHolderLayoutEngine,
+                                    ConstrainedLayoutEngine)):
         fig.savefig(buf, format="png")
         return buf.getvalue()
     with cbook._setattr_cm(fig, dpi=float(dpi)):         # as savefig measures it
+        if isinstance(engine, ConstrainedLayoutEngine):
+            engine.execute(fig)          # what savefig's first draw starts with
         width, height = fig.bbox.size
         bbox = fig.get_tightbbox(RendererAgg(width, height, fig.dpi)).padded(pad)
     fig._layout_engine = None            # the placeholder would make savefig draw twice

@@ -43,7 +43,16 @@ def _histogram_outside_legend(fig):
     ax.legend(loc="upper left", bbox_to_anchor=(0, -0.2))
 
 
-BUILDERS = [_log_panels, _twin_and_colorbar, _histogram_outside_legend]
+def _subfigure_images(fig):
+    imgs = np.random.default_rng(0).random((10, 64))
+    for r, sub in enumerate(fig.subfigures(2, 1)):
+        sub.suptitle(f"row {r}")
+        for c, ax in enumerate(sub.subplots(2, 5).flat):
+            ax.imshow(imgs[c].reshape(8, 8), cmap="gray_r")
+            ax.set_xticks([]); ax.set_yticks([]); ax.grid(False)
+
+
+BUILDERS = [_log_panels, _twin_and_colorbar, _histogram_outside_legend, _subfigure_images]
 
 
 def _savefig(fig) -> bytes:
