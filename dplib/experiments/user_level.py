@@ -194,7 +194,7 @@ def unit_privacy(epsilon: float, cap: int) -> dict:
 @constrained(seeds=Integer(min=1), caps=Custom(_caps, f"a tuple of integers in [1, {RECORDS}]",
                                                [(), (0,), (RECORDS + 1,), (2.5,), 3, None]),
              epsilons=epsilon_list(none_allowed=True))
-def user_level_table(*, seeds: int = 5, caps: tuple = CAPS,
+def user_level_table(*, seeds: int, caps: tuple = CAPS,
                      epsilons: tuple = (*EPSILONS, None)) -> dict:
     """Every unit at every cap and ε (None: no noise) for training seeds 0, …, ``seeds`` − 1 on
     :func:`writer_split` (seed 0). Returns ``{"rows": [:func:`user_level_run` results],
