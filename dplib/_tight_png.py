@@ -9,8 +9,9 @@ itself. So the box is measured directly, at the save resolution, on a fresh Agg 
 ``savefig`` gets it as an explicit box (which skips the extra draw). A constrained layout (which
 savefig's first draw runs before drawing anything) is run first, at the save resolution, as that
 draw would. The PNG is byte-for-byte the one ``savefig`` writes (tests/unit/test_tight_png.py
-compares them); other layout engines and non-tight ``savefig.bbox`` settings go through
-``savefig`` unchanged.
+compares them); other layout engines, non-tight ``savefig.bbox`` settings and a matplotlib
+without the two private names used here (``cbook._setattr_cm``, ``Figure._layout_engine``, both
+in 3.7 to 3.11) go through ``savefig`` unchanged.
 """
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ from matplotlib.figure import Figure
 __all__ = ["tight_png"]
 
 
+def _has_private_names(fig: Figure) -> bool:
+    """Whether this matplotlib has the two private names :func:`tight_png` uses."""
+    from matplotlib import cbook
+    return hasattr(cbook, "_setattr_cm") and hasattr(fig, "_layout_engine")
+
+
 def tight_png(fig: Figure) -> bytes:
     """``fig.savefig(buf, format="png")`` under the current rcParams, as bytes (see the module)."""
     from matplotlib import cbook
@@ -29,6 +36,9 @@ def tight_png(fig: Figure) -> bytes:
     from matplotlib.layout_engine import ConstrainedLayoutEngine, PlaceHolderLayoutEngine
 
     buf = io.BytesIO()
+    if not _has_private_names(fig):
+        fig.savefig(buf, format="png")     # a matplotlib without the private names used below
+        return buf.getvalue()
     engine = fig.get_layout_engine()
     dpi = mpl.rcParams["savefig.dpi"]
     pad = mpl.rcParams["savefig.pad_inches"]

@@ -99,3 +99,25 @@ def test_non_tight_setting_goes_through_savefig():
             _twin_and_colorbar(f)
         assert tight_png(figs[0]) == _savefig(figs[1])
         plt.close("all")
+
+
+def test_a_matplotlib_without_the_private_names_gets_plain_savefig(monkeypatch):
+    """Colab may bring another matplotlib: without ``cbook._setattr_cm`` the bytes are savefig's."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from dplib import _tight_png
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([1, 2, 3], [1, 4, 9])
+    ax.set(yscale="log", title="t")
+    monkeypatch.setattr(_tight_png, "_has_private_names", lambda fig: False)
+    calls = []
+    monkeypatch.setattr(fig, "savefig",
+                        lambda *a, **k: (calls.append(k), Figure.savefig(fig, *a, **k)))
+    got = _tight_png.tight_png(fig)
+    assert calls == [{"format": "png"}]            # one plain savefig, no explicit box
+    monkeypatch.undo()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    assert got == buf.getvalue()
