@@ -177,7 +177,8 @@ def evaluate(model: nn.Module, X: object, y: object, *, device=None,
 def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, *,
                    max_grad_norm: float, noise_multiplier: float, expected_batch_size: float,
                    generator: torch.Generator | None = None, ghost: bool = False,
-                   virtual_batch_size: int | None = None, noise: str = "float"
+                   virtual_batch_size: int | None = None, noise: str = "float",
+                   snapshot: StateSnapshot | None = None
                    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
     """One DP-SGD gradient: (Σ_i ḡ_i + N(0, σ²C² I)) / ``expected_batch_size``.
 
@@ -207,13 +208,20 @@ def noisy_gradient(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torc
     (:func:`dplib.mechanisms.secure_noise.secure_add_noise`; ``train(noise="secure")`` accounts
     for its rounding). The clipped sum never refuses a batch
     (:func:`~dplib.training.clipped_sum.private_clipped_sum`).
+
+    ``snapshot``: a :class:`~dplib.training.clipped_sum.StateSnapshot` of ``model`` kept by the
+    caller across its steps, as :func:`train` keeps one for its run — refreshed here (its value
+    buffers are reused, and the walk over the modules is skipped while the model's structure is
+    unchanged), with the same checks as a fresh one. None (default): one is taken at every call.
+    A snapshot of another model is refused (``ValueError``).
     """
     check_dp_compatible(model)
     c, sigma, denom = max_grad_norm, noise_multiplier, expected_batch_size
     if math.isinf(c) and sigma > 0:
         raise ValueError(f"max_grad_norm=inf allows only noise_multiplier=0, got {sigma:g}")
     total, norms, losses = private_clipped_sum(model, loss_fn, x, y, c, ghost=ghost,
-                                               chunk_size=virtual_batch_size)
+                                               chunk_size=virtual_batch_size,
+                                               snapshot=snapshot)
     numel = sum(g.numel() for g in total.values())
     noisy, _ = GaussianPrivatizer(sigma, c, source=noise,
                                   numel=numel if noise == "secure" else None
