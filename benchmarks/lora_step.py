@@ -18,6 +18,8 @@ an SGD update of the adapters. Methods:
 * ``dplib ghost``   :func:`dplib.training.noisy_gradient` with ``ghost=True``, the public
                     one-step function (its per-call checks included, and a model-state snapshot
                     taken afresh at every call).
+* ``dplib kept``    ``noisy_gradient`` with ``ghost=True`` and ``snapshot=``: one model-state
+                    snapshot kept by the caller across the calls (refreshed at each).
 * ``dplib train``   the step of :func:`dplib.training.train`'s loop with ``ghost=True``:
                     :func:`~dplib.training.clipped_sum.private_clipped_sum` with ONE model-state
                     snapshot for the run (refreshed each step), Gaussian noise
@@ -68,7 +70,7 @@ from _timing import import_checkout, time_rounds      # benchmarks/_timing.py
 from dplib.training.finetune import LogitsOnly, prepare_finetune, trainable_parameter_count
 
 SIGMA, C = 1.0, 1.0
-METHODS = ["non-private", "dplib ghost", "dplib train", "dplib vmap", "opacus hooks",
+METHODS = ["non-private", "dplib ghost", "dplib kept", "dplib train", "dplib vmap", "opacus hooks",
            "opacus ghost"]
 BEFORE = {}          # --before: that checkout's dplib.training, for "before ghost"/"before train"
 
@@ -125,12 +127,16 @@ def build(method: str, model: nn.Module, x: torch.Tensor):
                     p.grad = noisy[k].div_(b)
                 opt.step()
             return step
-        ghost = method.endswith("ghost")
+        ghost = method.endswith(("ghost", "kept"))
+        kw = {}
+        if method.endswith("kept"):      # one snapshot kept across the calls, as train keeps
+            kw["snapshot"] = importlib.import_module(
+                f"{lib.__name__}.clipped_sum").StateSnapshot(model)
 
         def step():
             grads, _, _ = lib.noisy_gradient(model, lm_loss, x, x, max_grad_norm=C,
                                              noise_multiplier=SIGMA, expected_batch_size=b,
-                                             generator=gen, ghost=ghost)
+                                             generator=gen, ghost=ghost, **kw)
             for k, p in params.items():
                 p.grad = grads[k]
             opt.step()
