@@ -28,6 +28,7 @@ from typing import Callable
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .._constraints import Custom, Flag, InstanceOf, Integer, IsCallable, constrained, unconstrained
 from .._validate import shown
@@ -165,6 +166,14 @@ def check_every_record_runs(model: nn.Module, loss_fn: Callable, x: torch.Tensor
     """
     check_batch(x, y)
     step = chunk_size
+    if loss_fn is F.cross_entropy and not y.is_floating_point() and bool((y < 0).any()):
+        # cross-entropy skips label -100 (its ignore_index) without raising: such a record would
+        # train nothing and report loss 0 on the fast per-example path but NaN on the exact one
+        s = int(torch.nonzero(y.reshape(y.shape[0], -1).lt(0).any(1))[0]) // step * step
+        raise ValueError(f"the model or the loss fails on some record of {name} rows {s} to "
+                         f"{min(s + step, x.shape[0]) - 1}: labels must be class indices in "
+                         f"[0, classes) for the default cross-entropy loss, got "
+                         f"{int(y.min())}")
     dev = next((p.device for p in model.parameters()), x.device)
     forked = [dev] if dev.type == "cuda" else []
     # with gradients enabled, as in a step (a model must not behave differently in the check);

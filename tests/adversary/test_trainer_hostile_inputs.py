@@ -236,3 +236,15 @@ def test_a_never_seeded_cuda_generator_is_refused():
     with pytest.raises(ValueError, match="generator has initial_seed"):
         release_generator(torch.Generator(device="cuda"))
     release_generator(torch.Generator(device="cuda").manual_seed(0))
+
+
+@pytest.mark.parametrize("ghost", [False, True])
+def test_cross_entropy_ignore_index_label_is_refused_even_when_never_sampled(ghost):
+    """Label -100 does not raise in cross-entropy (its ignore_index): the record would train
+    nothing and report loss 0 on the fast per-example path but NaN on the exact one, a loss that
+    depends on the path a batch took. The pre-flight refuses it before step 1, sampled or not."""
+    x = np.concatenate([X, np.zeros((1, 5), np.float32)])
+    y = np.concatenate([Y, np.array([-100])])
+    seed = _unsampled_seed(len(y), len(y) - 1)
+    with pytest.raises(ValueError, match=r"class indices in \[0, classes\).*-100"):
+        train(make_mlp(5, 3, (8,), seed=0), (x, y), seed=seed, ghost=ghost, **SHORT)
