@@ -1,6 +1,7 @@
 """The chapter-13 switch to a real Hugging Face model (:mod:`dplib.experiments.finetune_hf`), run
 offline: the book's tiny GPT-2 (a real GPT-2 checkpoint in Hugging Face's format) stands in for
-the hub model, the book's reviews for SST-2. Only the download itself is not exercised."""
+the hub model, the book's reviews for SST-2. Not exercised here: the download, the hub's GPT-2
+tokenizer (the tiny one is passed in) and SST-2's parser (tested in the data tests)."""
 from __future__ import annotations
 
 import pytest
@@ -91,3 +92,18 @@ def test_virtual_batches_give_the_same_run():
     a = finetune_hf(str(TINY_LM_DIR), tokenizer=_tiny_tokenizer(), **kw)
     b = finetune_hf(str(TINY_LM_DIR), tokenizer=_tiny_tokenizer(), virtual_batch_size=7, **kw)
     assert a["accuracy"] == pytest.approx(b["accuracy"]) and a["steps"] == b["steps"]
+
+
+def test_a_tokenizer_without_a_pad_token_pads_with_end_of_text():
+    """GPT-2's tokenizer has no pad token: its end-of-text token pads, and the model is told."""
+    from transformers import PreTrainedTokenizerFast
+
+    from dplib.icl.data import load_book_data
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(TINY_LM_DIR / "tokenizer.json"),
+                                  unk_token="<unk>", eos_token="\n")
+    tok.pad_token = None                  # the tiny tokenizer's file names one; GPT-2's has none
+    assert tok.pad_token is None
+    r = finetune_hf(str(TINY_LM_DIR), data=load_book_data("sentiment").subset(40, 20),
+                    tokenizer=tok, epochs=0.5, sample_rate=0.5, max_length=6, seed=4)
+    assert tok.pad_token == "\n" and tok.pad_token_id == tok.eos_token_id
+    assert 0.0 <= r["accuracy"] <= 1.0 and r["steps"] == 1
