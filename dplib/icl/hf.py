@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
+from .._common_params import TEXT
 from .._constraints import constrained, unconstrained
 from .._validate import shown
 from ._params import COUNT
@@ -45,6 +46,7 @@ PINNED_REVISIONS: dict[str, str] = {
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
+@constrained(model_name=TEXT)
 def pinned_revision(model_name: str, revision: str | None = None) -> str:
     """The hub commit to load ``model_name`` at: ``revision``, else the book's pin for that name.
 
