@@ -103,11 +103,11 @@ def _log_a_integer(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
 
 def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
     """``scipy.special.logsumexp(a, axis=1)`` of a real 2-D array, by the same operations in the
-    same order (so the same bits; checked on random arrays with ties, ±inf and empty rows in
+    same order (so the same bits; checked on random arrays with ties, ±inf and all -inf rows in
     tests/unit/test_rdp_logsumexp.py): log1p(s/m) + log m + max, s the sum of exp(a − max) over
     the entries below the row's maximum, m the number of entries equal to it; rows whose result
-    is not finite get log Σ exp(a). scipy's version also converts, copies and sums the whole array
-    for every row's fallback; this one is about three times faster, which the fractional-order
+    is not finite get log Σ exp(a). ``a`` has at least one column (every caller's has). scipy's
+    version also converts, copies and sums the whole array for every row's fallback; this one is about three times faster, which the fractional-order
     series (:func:`_log_a_fractional`) pays once per chunk and calibrations pay per σ tried."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         a_max = a.max(axis=1, keepdims=True)
